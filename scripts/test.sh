@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test (ctest), then the AddressSanitizer pass
-# over the format and tokenizer tests that parse untrusted input.
+# Installs what is missing, builds, and runs every test (ctest); then rebuilds the tests labelled
+# `asan` (those that parse untrusted input) with AddressSanitizer + UBSan and runs them again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 (cd build && ctest --output-on-failure -j "$(nproc)")
-BUILD_DIR=build-asan scripts/build.sh -DTWINSPAN_SANITIZE=address,undefined -DTWINSPAN_CUDA=OFF \
-  -DTWINSPAN_SERVICES=OFF
-(cd build-asan && ctest --output-on-failure -j "$(nproc)" -L asan)
+
+asan=build-asan
+cmake -S . -B "$asan" -G Ninja -DTWINSPAN_SANITIZE=address,undefined -DTWINSPAN_CUDA=OFF \
+  -DTWINSPAN_SERVICES=OFF >/dev/null
+mapfile -t targets < <(cd "$asan" && ctest -N -L asan | sed -n 's/^ *Test *#[0-9]*: //p')
+cmake --build "$asan" -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
+(cd "$asan" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j "$(nproc)" -L asan)
