@@ -1,0 +1,74 @@
+import json
+import os
+import tempfile
+import unittest
+
+from twinspan_bench import prompts
+
+
+def write_lines(lines) -> str:
+    fd, path = tempfile.mkstemp(suffix=".jsonl")
+    with os.fdopen(fd, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+class BuiltinPromptsTest(unittest.TestCase):
+    def test_code_and_chat_and_long_exist(self):
+        builtin = prompts.builtin_prompts()
+        self.assertEqual(sorted(builtin), ["chat", "code", "long"])
+        self.assertIsNotNone(builtin["code"].text)
+        self.assertIsNotNone(builtin["chat"].messages)
+
+    def test_long_prompt_is_deterministic_valid_python_of_several_thousand_tokens(self):
+        text = prompts.long_code_prompt()
+        self.assertEqual(text, prompts.long_code_prompt())
+        # ~4 characters a token for code: well over 3,000 tokens.
+        self.assertGreater(len(text), 12000)
+        compile(text + "    return 0\n", "long", "exec")
+
+
+class PromptFileTest(unittest.TestCase):
+    def test_reads_raw_and_chat_prompts(self):
+        path = write_lines([
+            json.dumps({"name": "a", "kind": "code", "prompt": "def f():"}),
+            "",
+            json.dumps({"name": "b", "kind": "chat",
+                        "messages": [{"role": "user", "content": "hi"}]}),
+        ])
+        loaded = prompts.load_prompt_file(path)
+        self.assertEqual([p.name for p in loaded], ["a", "b"])
+        self.assertEqual(loaded[0].text, "def f():")
+        self.assertEqual(loaded[1].messages, (("user", "hi"),))
+
+    def assertRejected(self, line, fragment):
+        path = write_lines([line])
+        with self.assertRaises(ValueError) as ctx:
+            prompts.load_prompt_file(path)
+        self.assertIn(f"{path}:1", str(ctx.exception))
+        self.assertIn(fragment, str(ctx.exception))
+
+    def test_bad_lines_name_file_line_and_problem(self):
+        self.assertRejected("{not json", "not valid JSON")
+        self.assertRejected("[1]", "expected a JSON object")
+        self.assertRejected(json.dumps({"name": "a", "kind": "code"}), "exactly one")
+        self.assertRejected(json.dumps({"name": "a", "kind": "code", "prompt": "x",
+                                        "messages": []}), "exactly one")
+        self.assertRejected(json.dumps({"name": "", "kind": "code", "prompt": "x"}), "'name'")
+        self.assertRejected(json.dumps({"name": "a/b", "kind": "code", "prompt": "x"}), "'name'")
+        self.assertRejected(json.dumps({"name": "a", "prompt": "x"}), "'kind'")
+        self.assertRejected(json.dumps({"name": "a", "kind": "c", "prompt": "x", "n": 1}),
+                            "unknown keys")
+        self.assertRejected(json.dumps({"name": "a", "kind": "c", "messages": [{"role": "u"}]}),
+                            "messages[0]")
+
+    def test_duplicate_names_and_empty_file_are_rejected(self):
+        line = json.dumps({"name": "a", "kind": "code", "prompt": "x"})
+        with self.assertRaisesRegex(ValueError, "appears twice"):
+            prompts.load_prompt_file(write_lines([line, line]))
+        with self.assertRaisesRegex(ValueError, "no prompts"):
+            prompts.load_prompt_file(write_lines([""]))
+
+
+if __name__ == "__main__":
+    unittest.main()

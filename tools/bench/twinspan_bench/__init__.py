@@ -1,0 +1,1 @@
+"""twinspan-bench: concurrent cells, exactness checks and tokens per round against the public gRPC API."""
