@@ -62,6 +62,13 @@ class CellSummaryTest(unittest.TestCase):
         self.assertAlmostEqual(s["ttft_s"], 0.1)
         self.assertEqual(s["failed"], 0)
 
+    def test_server_timings_are_medians_of_what_the_server_reported(self):
+        reps = [[result(0.0, [(0.1, 1)], server={"timings": {"first_token_seconds": t}})
+                 for t in (0.01, 0.03, 0.02)], [result(0.0, [(0.1, 1)])]]
+        s = stats.cell_summary(reps)
+        self.assertAlmostEqual(s["server_ttft_s"], 0.02)
+        self.assertIsNone(s["server_queue_s"])
+
     def test_failed_requests_are_counted_not_averaged(self):
         ok = result(0.0, [(0.1, 1), (0.2, 1)], completion_tokens=2)
         s = stats.cell_summary([[ok, GenResult(ok=False, error="x")]])

@@ -57,6 +57,11 @@ def aggregate_tok_s(results):
     return sum(r.completion_tokens for r in ok) / span if span > 0 else None
 
 
+def server_timing(result, name):
+    """One of the server's reported timings (seconds), or None when it did not report it."""
+    return result.server.get("timings", {}).get(name)
+
+
 def cell_summary(reps) -> dict:
     """Summary of one cell from its repetitions (a list of lists of GenResult, one list per rep)."""
     per_request = [request_metrics(r) for rep in reps for r in rep]
@@ -83,4 +88,6 @@ def cell_summary(reps) -> dict:
         "prompt_tokens": median(r.prompt_tokens for r in ok),
         "round_gap_s": median(gaps),
         "draft_degraded": sum(1 for r in ok if r.draft_degraded),
+        "server_ttft_s": median(server_timing(r, "first_token_seconds") for r in ok),
+        "server_queue_s": median(server_timing(r, "queue_seconds") for r in ok),
     }
