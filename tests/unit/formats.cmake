@@ -1,0 +1,7 @@
+# Formats: safetensors, config, EXL3 host-side tests (all parse untrusted input, so all run under ASan).
+set(FORMATS_UNIT_DIR ${CMAKE_CURRENT_LIST_DIR})
+twinspan_test(formats_safetensors_test
+  SOURCES ${FORMATS_UNIT_DIR}/formats_half_test.cc ${FORMATS_UNIT_DIR}/formats_safetensors_test.cc
+          ${FORMATS_UNIT_DIR}/formats_safetensors_bad_input_test.cc
+  LIBS twinspan_safetensors
+  LABELS unit asan)
