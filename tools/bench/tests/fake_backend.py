@@ -41,6 +41,10 @@ class FakeBackendForBenchTests:
     def model_info(self, timeout_s):
         return {"model_name": "fake", "max_context": 4096}
 
+    def prompt_tokens(self, prompt):
+        text = prompt.text if prompt.text is not None else repr(prompt.messages)
+        return len(text) // 4
+
     def generate(self, req) -> GenResult:
         with self.lock:
             self.in_flight += 1

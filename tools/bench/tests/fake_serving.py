@@ -26,6 +26,7 @@ class FakeServingForBenchTests:
     def __init__(self, stubs_dir=None, round_delay_s=0.002):
         self.pb2, pb2_grpc = stubs.load(stubs_dir)
         self.round_delay_s = round_delay_s
+        self.max_context = 4096  # Tokenize gives one id per character
         self.lie_about_hash = False
         self.stop_after = None  # ends with FINISH_REASON_EOS after this many ids
         self.fail_seeds = set()
@@ -34,7 +35,10 @@ class FakeServingForBenchTests:
         servicer = type("Servicer", (pb2_grpc.ServingServicer,), {
             "Generate": lambda _, req, ctx: self.generate(req, ctx),
             "ModelInfo": lambda _, req, ctx: self.pb2.ModelInfoResponse(
-                model_name="fake-for-bench-tests", max_context=4096, head_variant="two-span"),
+                model_name="fake-for-bench-tests", max_context=self.max_context,
+                head_variant="two-span"),
+            "Tokenize": lambda _, req, ctx: self.pb2.TokenizeResponse(
+                ids=range(len(req.text if req.WhichOneof("input") == "text" else repr(req.chat)))),
         })()
         self.server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=32))
         pb2_grpc.add_ServingServicer_to_server(servicer, self.server)

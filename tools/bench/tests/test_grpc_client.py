@@ -133,6 +133,24 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual(c3["tokens_per_round"], 9 / 4)
         self.assertEqual(c3["variants_seen"], ["two-span"])
 
+    def test_prompt_that_does_not_fit_the_context_is_refused_before_any_cell(self):
+        server = FakeServingForBenchTests(STUBS)
+        server.max_context = len(builtin_prompts()["code"].text) + 15
+        err = io.StringIO()
+        try:
+            code = cli.main(["--target", server.address, "--stubs-dir", STUBS, "--cells", "code",
+                             "--tokens", "16"], out=io.StringIO(), err=err)
+            self.assertEqual(server.requests, [])
+            self.assertEqual(code, 2)
+            self.assertIn("prompt 'code' has", err.getvalue())
+            self.assertIn("exceeds the model's max_context", err.getvalue())
+            code = cli.main(["--target", server.address, "--stubs-dir", STUBS, "--cells", "code",
+                             "--modes", "greedy", "--levels", "1", "--reps", "1", "--tokens", "15"],
+                            out=io.StringIO(), err=io.StringIO())
+            self.assertEqual(code, 0)
+        finally:
+            server.stop()
+
     def test_no_server_exits_2_with_a_clear_message(self):
         err = io.StringIO()
         code = cli.main(["--target", f"127.0.0.1:{free_port()}", "--stubs-dir", STUBS,

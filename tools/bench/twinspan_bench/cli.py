@@ -144,6 +144,26 @@ def make_backend(args):
     return client.GrpcBackend(args.target, timeout_s=args.timeout, stubs_dir=args.stubs_dir)
 
 
+def check_prompt_lengths(backend, chosen, tokens: int, model_info: dict) -> dict:
+    """Each prompt's token count (Tokenize); raises ValueError when a prompt and its reply would not
+    fit the model's context, so a cell never fails half-way for a reason known in advance."""
+    max_context = int(model_info.get("max_context", 0))
+    max_prompt = int(model_info.get("max_prompt_tokens", 0))
+    counts = {}
+    for prompt in chosen:
+        n = backend.prompt_tokens(prompt)
+        counts[prompt.name] = n
+        if n is None:
+            continue
+        if max_prompt and n > max_prompt:
+            raise ValueError(f"prompt '{prompt.name}' has {n} tokens, above the server's "
+                             f"max_prompt_tokens {max_prompt}")
+        if max_context and n + tokens > max_context:
+            raise ValueError(f"prompt '{prompt.name}' has {n} tokens; with --tokens {tokens} that "
+                             f"exceeds the model's max_context {max_context}")
+    return counts
+
+
 def run_bench(args, backend, chosen, modes, out=sys.stdout, err=sys.stderr) -> int:
     """Runs every cell of `chosen` prompts x `modes` on `backend`, writes the outputs; returns the
     exit code."""
@@ -154,6 +174,7 @@ def run_bench(args, backend, chosen, modes, out=sys.stdout, err=sys.stderr) -> i
                          warmup_tokens=args.warmup_tokens, alone=args.alone, serial=args.serial,
                          base_seed=args.seed)
     model_info = backend.model_info(args.connect_timeout)
+    prompt_tokens = check_prompt_lengths(backend, chosen, args.tokens, model_info)
     meta = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
         "argv": sys.argv[1:], "target": args.target, "model": model_info,
@@ -162,6 +183,7 @@ def run_bench(args, backend, chosen, modes, out=sys.stdout, err=sys.stderr) -> i
                     "levels": args.levels, "modes": args.modes, "temperature": args.temperature,
                     "top_k": 20, "top_p": 0.95, "seed": args.seed, "variants": variants,
                     "alone": args.alone, "serial": args.serial},
+        "prompt_tokens": prompt_tokens,
     }
     jsonl = None
     if args.jsonl == "-":

@@ -99,6 +99,22 @@ class GrpcBackend:
                                   f"{e.details()}") from None
         return json_format.MessageToDict(reply, preserving_proto_field_name=True)
 
+    def prompt_tokens(self, prompt) -> int:
+        """The prompt's length in tokens by the server's Tokenize, or None where it has no Tokenize."""
+        message = self.pb2.TokenizeRequest()
+        if prompt.text is not None:
+            message.text = prompt.text
+        else:
+            message.chat.messages.extend(self.pb2.ChatMessage(role=r, content=c)
+                                         for r, c in prompt.messages)
+        try:
+            return len(self.stub.Tokenize(message, timeout=self.timeout_s).ids)
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.UNIMPLEMENTED:
+                return None
+            raise ConnectionError(f"Tokenize of prompt '{prompt.name}' on {self.target} failed: "
+                                  f"{e.code().name}: {e.details()}") from None
+
     def generate(self, req: GenRequest) -> GenResult:
         message = build_request(self.pb2, req)
         result = GenResult(ok=True, seed=req.seed)
