@@ -1,0 +1,85 @@
+// Prometheus metric families of the three services, on one registry per process. Names follow
+// vLLM's (spec_decode_*, time_to_first_token_seconds, ...) under the twinspan_ prefix so existing
+// PromQL works after swapping the prefix; labels stay low-cardinality (no request ids).
+#ifndef TWINSPAN_COMMON_METRICS_SERVING_METRICS_H_
+#define TWINSPAN_COMMON_METRICS_SERVING_METRICS_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/types/span.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace twinspan::metrics {
+
+enum class RoundPhase { kDraft, kVerify, kRpc };
+
+// Thread-safe: every method may be called from any thread (prometheus-cpp locks per family).
+class ServingMetrics {
+ public:
+  // Registers every family on `registry`; `model_name` becomes a constant label.
+  ServingMetrics(std::shared_ptr<prometheus::Registry> registry, std::string_view model_name);
+  ServingMetrics(const ServingMetrics&) = delete;
+  ServingMetrics& operator=(const ServingMetrics&) = delete;
+
+  const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
+
+  // One verify round of one stream: `drafted` drafts went in, the first `accepted` matched, and
+  // accepted + 1 tokens came out (the bonus included).
+  void RecordRound(std::string_view head_variant, int drafted, int accepted);
+  // A round that ran without drafts because the drafter failed or missed its deadline.
+  void RecordDraftFallback(std::string_view head_variant);
+  void RecordPhase(RoundPhase phase, double seconds);
+
+  void RecordFirstToken(double seconds);
+  void RecordInterToken(double seconds);
+  void RecordRequestDone(std::string_view finished_reason, double e2e_seconds, int prompt_tokens,
+                         int generation_tokens);
+  void SetRequestsRunning(int n);
+  void SetRequestsWaiting(int n);
+  void SetKvCacheUsage(double fraction);
+
+  // Router: one routed request per variant and pool; a retry before anything was streamed.
+  void RecordRouted(std::string_view head_variant, std::string_view pool);
+  void RecordRetry(std::string_view pool);
+  void SetWorkerHealthy(std::string_view worker, bool healthy);
+
+  // Drafter: open streams and time per proposal.
+  void SetDrafterStreams(int n);
+  void RecordPropose(double seconds);
+  void RecordDrafterStreamError(std::string_view reason);
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& num_drafts_;
+  prometheus::Family<prometheus::Counter>& num_draft_tokens_;
+  prometheus::Family<prometheus::Counter>& num_accepted_tokens_;
+  prometheus::Family<prometheus::Counter>& accepted_per_pos_;
+  prometheus::Family<prometheus::Counter>& draft_fallback_;
+  prometheus::Family<prometheus::Histogram>& tokens_per_round_;
+  prometheus::Family<prometheus::Histogram>& round_phase_;
+  prometheus::Family<prometheus::Histogram>& ttft_;
+  prometheus::Family<prometheus::Histogram>& itl_;
+  prometheus::Family<prometheus::Histogram>& e2e_;
+  prometheus::Family<prometheus::Counter>& prompt_tokens_;
+  prometheus::Family<prometheus::Counter>& generation_tokens_;
+  prometheus::Family<prometheus::Counter>& request_success_;
+  prometheus::Family<prometheus::Gauge>& running_;
+  prometheus::Family<prometheus::Gauge>& waiting_;
+  prometheus::Family<prometheus::Gauge>& kv_usage_;
+  prometheus::Family<prometheus::Counter>& routed_;
+  prometheus::Family<prometheus::Counter>& retries_;
+  prometheus::Family<prometheus::Gauge>& worker_healthy_;
+  prometheus::Family<prometheus::Gauge>& drafter_streams_;
+  prometheus::Family<prometheus::Histogram>& propose_;
+  prometheus::Family<prometheus::Counter>& drafter_errors_;
+};
+
+}  // namespace twinspan::metrics
+
+#endif  // TWINSPAN_COMMON_METRICS_SERVING_METRICS_H_
