@@ -5,3 +5,7 @@ twinspan_test(formats_safetensors_test
           ${FORMATS_UNIT_DIR}/formats_safetensors_bad_input_test.cc
   LIBS twinspan_safetensors
   LABELS unit asan)
+twinspan_test(formats_config_test
+  SOURCES ${FORMATS_UNIT_DIR}/formats_config_test.cc
+  LIBS twinspan_config
+  LABELS unit asan)
