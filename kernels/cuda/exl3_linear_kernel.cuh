@@ -1,0 +1,343 @@
+// Device code of the EXL3 linear (decode and verify windows, 1..64 rows per launch).
+//
+// Algorithm. y = (H128 . ((H128 . (x*suh)) @ W_hat)) * svh, W_hat decoded from the trellis in
+// registers. The grid is (128-column blocks x 4 column groups, K splits); a block owns 32 columns
+// (two 16x16 tiles per warp) of one 128-column block and one K split, and its `wk` warps each walk
+// a contiguous run of k-tiles. Each warp stages its trellis words in a private shared-memory ring
+// (cp.async, no block barrier in the main loop), decodes every tile once into mma B fragments and
+// multiplies it with all 16*MT rows, so one decode serves every row of a verify window.
+//
+// Row invariance. Every row's sum runs in one fixed order that depends on (k, n, plan) alone:
+// k-tiles in order inside a warp (fp32 mma accumulators), warps in order through shared memory,
+// K splits in order in the epilogue. Rows never mix, so 1 row or 64 rows give each row the same
+// bits.
+//
+// Epilogue. Partials of every (column group, split) go to fp32 scratch `z`; the last block to
+// finish a 128-column block (atomic counter) sums the splits, runs the fp32 output Hadamard across
+// one warp per row, scales by svh, adds the bias and writes y. The counter is reset for the next
+// launch.
+#ifndef TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
+#define TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace twinspan::cuda::exl3_kernel {
+
+// Matches the order of exl3::Codebook; the kernels are instantiated per codebook.
+enum class Cb : int { k3inst = 0, kMcg = 1, kMul1 = 2 };
+
+constexpr int kColGroups = 4;                      // 32-column groups per 128-column block.
+constexpr int kTilesPerWarp = 2;                   // 16x16 tiles per warp per k step.
+constexpr float kHadScale = 0.08838834764831845f;  // 1/sqrt(128).
+
+// Everything one launch needs; pointers are device pointers.
+struct LinearParams {
+  const uint16_t* trellis;  // First tile of the (view's) first column block, row k-tile 0.
+  int64_t
+      tile_row_stride;  // uint16 elements between consecutive k-tile rows (parent's n/16 * 16K).
+  const __half* xh;     // [m][k] rotated input.
+  const __half* svh;    // [n] output scales of the view.
+  const __half* bias;   // [n] or nullptr.
+  float* z;             // [sk][m][n] fp32 partials.
+  int* counters;        // [n/128], zero before the launch, zero again after it.
+  float* y_f32;         // [m][ldy] or nullptr.
+  __half* y_f16;        // [m][ldy] or nullptr.
+  int64_t ldy;
+  int m, k, n, sk, wk;
+};
+
+// Pipeline depth per warp: about 2 KB of trellis in flight per warp.
+template <int K>
+constexpr int Stages() {
+  return (2048 / (64 * K)) > 8 ? 8 : ((2048 / (64 * K)) < 3 ? 3 : (2048 / (64 * K)));
+}
+
+template <int K>
+constexpr int StageWords() {  // uint32 words of one warp's k step (two tiles).
+  return kTilesPerWarp * 8 * K;
+}
+
+// Dynamic shared memory of one block: the warps' rings plus the 16*MT x 32 reduction tile.
+template <int K, int MT>
+constexpr int SharedBytes(int wk) {
+  return wk * Stages<K>() * StageWords<K>() * 4 + 16 * MT * 32 * 4;
+}
+
+// ---- decode ---------------------------------------------------------------------------------
+
+// Two fp16 codebook values of states s0, s1 packed as (lo = s0, hi = s1).
+template <Cb CB>
+__device__ __forceinline__ uint32_t Codebook2(uint32_t s0, uint32_t s1) {
+  if constexpr (CB == Cb::kMul1) {
+    // value = fp16(1024 + bytesum(s*M)) * 1/147.7 - 10.38: one rounding, as __hfma.
+    const uint32_t x0 = s0 * 0x83DCD12Du, x1 = s1 * 0x83DCD12Du;
+    const uint32_t h0 = __dp4a(x0, 0x01010101u, 0x6400u);
+    const uint32_t h1 = __dp4a(x1, 0x01010101u, 0x6400u);
+    const uint32_t h = __byte_perm(h0, h1, 0x5410);
+    const __half2 kinv = __halves2half2(__ushort_as_half(0x1EEE), __ushort_as_half(0x1EEE));
+    const __half2 kbias = __halves2half2(__ushort_as_half(0xC931), __ushort_as_half(0xC931));
+    const __half2 v = __hfma2(*reinterpret_cast<const __half2*>(&h), kinv, kbias);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  } else {
+    uint32_t x0, x1;
+    if constexpr (CB == Cb::k3inst) {
+      x0 = s0 * 89226354u + 64248484u;
+      x1 = s1 * 89226354u + 64248484u;
+    } else {
+      x0 = s0 * 0xCBAC1FEDu;
+      x1 = s1 * 0xCBAC1FEDu;
+    }
+    // Keep sign and 12 mantissa bits, force the exponent into [0.125, 2): one lop3 each.
+    x0 = (x0 & 0x8FFF8FFFu) ^ 0x3B603B60u;
+    x1 = (x1 & 0x8FFF8FFFu) ^ 0x3B603B60u;
+    const uint32_t lo = __byte_perm(x0, x1, 0x5410), hi = __byte_perm(x0, x1, 0x7632);
+    const __half2 v =
+        __hadd2(*reinterpret_cast<const __half2*>(&lo), *reinterpret_cast<const __half2*>(&hi));
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+}
+
+// The 16-bit state starting at bit `bit` (MSB-first) of the 96-bit string w0:w1:w2.
+template <int bit>
+__device__ __forceinline__ uint32_t StateAt(uint32_t w0, uint32_t w1, uint32_t w2) {
+  constexpr int q = bit / 32, r = bit % 32;
+  const uint32_t a = q == 0 ? w0 : (q == 1 ? w1 : w2);
+  if constexpr (r + 16 <= 32) {
+    return (a >> (16 - r)) & 0xFFFFu;
+  } else {
+    const uint32_t b = q == 0 ? w1 : w2;
+    return __funnelshift_l(b, a, r) >> 16;
+  }
+}
+
+// Per-lane constants for reading one tile: the 4 words holding the lane's 8 windows and the bit
+// offset of the first window inside the first word. Positions 8l..8l+7 belong to lane l.
+struct LaneWindow {
+  int word[4];
+  int offset;
+};
+
+template <int K>
+__device__ __forceinline__ LaneWindow MakeLaneWindow(int lane) {
+  LaneWindow w;
+  const int bits = 256 * K;
+  const int b0 = ((8 * lane + 1) * K - 16 + bits) % bits;  // Window of position 8l starts here.
+  const int first = b0 / 32;
+  for (int i = 0; i < 4; ++i) w.word[i] = (first + i) % (8 * K);
+  w.offset = b0 % 32;
+  return w;
+}
+
+// Decodes the lane's 8 positions of one tile (8K words at `tile`) into two m16n8k16 B fragments:
+// frag[0..1] for columns 0..7 of the tile, frag[2..3] for columns 8..15.
+template <Cb CB, int K>
+__device__ __forceinline__ void DecodeTile(const uint32_t* tile, const LaneWindow& lw,
+                                           uint32_t frag[4]) {
+  const uint32_t a = tile[lw.word[0]], b = tile[lw.word[1]], c = tile[lw.word[2]],
+                 d = tile[lw.word[3]];
+  const uint32_t w0 = __funnelshift_l(b, a, lw.offset);
+  const uint32_t w1 = __funnelshift_l(c, b, lw.offset);
+  const uint32_t w2 = __funnelshift_l(d, c, lw.offset);
+  frag[0] = Codebook2<CB>(StateAt<0 * K>(w0, w1, w2), StateAt<1 * K>(w0, w1, w2));
+  frag[1] = Codebook2<CB>(StateAt<2 * K>(w0, w1, w2), StateAt<3 * K>(w0, w1, w2));
+  frag[2] = Codebook2<CB>(StateAt<4 * K>(w0, w1, w2), StateAt<5 * K>(w0, w1, w2));
+  frag[3] = Codebook2<CB>(StateAt<6 * K>(w0, w1, w2), StateAt<7 * K>(w0, w1, w2));
+}
+
+// ---- small PTX helpers -----------------------------------------------------------------------
+
+__device__ __forceinline__ void Mma16816(float c[4], const uint32_t a[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+}
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n"); }
+template <int N>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// ---- kernels ---------------------------------------------------------------------------------
+
+// Output Hadamard of one 128-column row held as 4 values per lane (columns 4*lane + i), in place.
+__device__ __forceinline__ void Hadamard128(float v[4]) {
+  float a = v[0] + v[1], b = v[0] - v[1], c = v[2] + v[3], d = v[2] - v[3];
+  v[0] = a + c;
+  v[1] = b + d;
+  v[2] = a - c;
+  v[3] = b - d;
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int s = 1; s < 32; s <<= 1) {
+    const bool upper = lane & s;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float o = __shfl_xor_sync(0xFFFFFFFFu, v[i], s);
+      v[i] = upper ? o - v[i] : v[i] + o;
+    }
+  }
+}
+
+template <Cb CB, int K, int MT>
+__global__ void __launch_bounds__(256) LinearKernel(LinearParams p) {
+  constexpr int kStages = Stages<K>();
+  constexpr int kWords = StageWords<K>();
+  extern __shared__ __align__(16) uint32_t smem[];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int colblock = blockIdx.x / kColGroups, group = blockIdx.x % kColGroups;
+  const int split = blockIdx.y;
+  const int kt = p.k / 16;
+  const int per_warp = kt / (p.sk * p.wk);
+  const int tk0 = (split * p.wk + warp) * per_warp;
+  const int tn0 = colblock * 8 + group * kTilesPerWarp;
+
+  uint32_t* ring = smem + warp * kStages * kWords;
+  float* red = reinterpret_cast<float*>(smem + p.wk * kStages * kWords);
+
+  // One warp step = two adjacent tiles of one k-tile row: 2 * 32K contiguous bytes.
+  const uint16_t* src0 = p.trellis + static_cast<int64_t>(tk0) * p.tile_row_stride +
+                         static_cast<int64_t>(tn0) * 16 * K;
+  auto issue = [&](int step) {
+    if (step < per_warp && lane * 4 < kWords) {
+      const uint16_t* g = src0 + static_cast<int64_t>(step) * p.tile_row_stride + lane * 8;
+      uint32_t* s = ring + (step % kStages) * kWords + lane * 4;
+      CpAsync16(s, g);  // kWords <= 128 for K <= 8: one 16-byte chunk per lane at most.
+    }
+    CpAsyncCommit();
+  };
+
+  const LaneWindow lw = MakeLaneWindow<K>(lane);
+  float acc[MT][kTilesPerWarp][2][4];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int t = 0; t < kTilesPerWarp; ++t)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[mt][t][h][i] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) issue(s);
+
+  const int arow = lane >> 2, acol = (lane & 3) * 2;
+  for (int step = 0; step < per_warp; ++step) {
+    CpAsyncWait<kStages - 2>();
+    __syncwarp();
+    issue(step + kStages - 1);
+
+    // A fragments for this k-tile: rows mt*16 + arow (+8), columns acol (+1), (+8, +9).
+    const int kc = (tk0 + step) * 16 + acol;
+    uint32_t a[MT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+      const int r0 = mt * 16 + arow, r1 = r0 + 8;
+      const uint32_t* x0 =
+          reinterpret_cast<const uint32_t*>(p.xh + static_cast<int64_t>(r0) * p.k + kc);
+      const uint32_t* x1 =
+          reinterpret_cast<const uint32_t*>(p.xh + static_cast<int64_t>(r1) * p.k + kc);
+      a[mt][0] = r0 < p.m ? __ldg(x0) : 0u;
+      a[mt][1] = r1 < p.m ? __ldg(x1) : 0u;
+      a[mt][2] = r0 < p.m ? __ldg(x0 + 4) : 0u;
+      a[mt][3] = r1 < p.m ? __ldg(x1 + 4) : 0u;
+    }
+
+    const uint32_t* stage = ring + (step % kStages) * kWords;
+#pragma unroll
+    for (int t = 0; t < kTilesPerWarp; ++t) {
+      uint32_t b[4];
+      DecodeTile<CB, K>(stage + t * 8 * K, lw, b);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        if (mt * 16 < p.m) {
+          Mma16816(acc[mt][t][0], a[mt], b[0], b[1]);
+          Mma16816(acc[mt][t][1], a[mt], b[2], b[3]);
+        }
+      }
+    }
+  }
+  CpAsyncWait<0>();
+
+  // Warp partials summed in warp order: red = ((w0 + w1) + w2) + ...
+  for (int w = 0; w < p.wk; ++w) {
+    if (warp == w) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int t = 0; t < kTilesPerWarp; ++t)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const int row = mt * 16 + arow + (i >> 1) * 8;
+              const int col = t * 16 + h * 8 + acol + (i & 1);
+              float& r = red[row * 32 + col];
+              r = w == 0 ? acc[mt][t][h][i] : r + acc[mt][t][h][i];
+            }
+    }
+    __syncthreads();
+  }
+
+  // This block's 32 columns of split `split` to scratch.
+  const int colbase = colblock * 128 + group * 32;
+  for (int i = threadIdx.x; i < p.m * 32; i += blockDim.x) {
+    const int row = i / 32, col = i % 32;
+    if (row < 16 * MT)
+      __stcg(p.z + (static_cast<int64_t>(split) * p.m + row) * p.n + colbase + col,
+             red[row * 32 + col]);
+  }
+  __threadfence();
+  __syncthreads();
+  __shared__ int last;
+  if (threadIdx.x == 0) {
+    const int arrived = atomicAdd(p.counters + colblock, 1);
+    last = arrived == kColGroups * p.sk - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+
+  // Epilogue of the whole 128-column block: splits in order, output Hadamard, svh, bias.
+  const int c0 = colblock * 128 + lane * 4;
+  float sv[4], bi[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    sv[i] = __half2float(p.svh[c0 + i]);
+    bi[i] = p.bias ? __half2float(p.bias[c0 + i]) : 0.f;
+  }
+  for (int row = warp; row < p.m; row += p.wk) {
+    float v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = __ldcg(p.z + static_cast<int64_t>(row) * p.n + c0 + i);
+    for (int s = 1; s < p.sk; ++s)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        v[i] = __fadd_rn(v[i], __ldcg(p.z + (static_cast<int64_t>(s) * p.m + row) * p.n + c0 + i));
+    Hadamard128(v);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = __fmaf_rn(__fmul_rn(v[i], kHadScale), sv[i], bi[i]);
+    if (p.y_f32) {
+      float4* dst = reinterpret_cast<float4*>(p.y_f32 + static_cast<int64_t>(row) * p.ldy + c0);
+      *dst = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+      __half2* dst = reinterpret_cast<__half2*>(p.y_f16 + static_cast<int64_t>(row) * p.ldy + c0);
+      dst[0] = __floats2half2_rn(v[0], v[1]);
+      dst[1] = __floats2half2_rn(v[2], v[3]);
+    }
+  }
+  if (threadIdx.x == 0) p.counters[colblock] = 0;
+}
+
+}  // namespace twinspan::cuda::exl3_kernel
+
+#endif  // TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_

@@ -1,0 +1,63 @@
+// Body of LaunchLinear<CB>, included once per codebook by exl3_linear_<codebook>.cu.
+#ifndef TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_LAUNCH_IMPL_CUH_
+#define TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_LAUNCH_IMPL_CUH_
+
+#include "kernels/cuda/exl3_linear_launch.cuh"
+
+namespace twinspan::cuda::exl3_kernel {
+
+template <Cb CB, int K, int MT>
+cudaError_t LaunchOne(const LinearParams& p, cudaStream_t stream) {
+  const int smem = SharedBytes<K, MT>(p.wk);
+  auto* kernel = &LinearKernel<CB, K, MT>;
+  if (smem > 48 * 1024) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess) return e;
+  }
+  const dim3 grid(static_cast<unsigned>(p.n / 128 * kColGroups), static_cast<unsigned>(p.sk));
+  kernel<<<grid, 32 * p.wk, smem, stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <Cb CB, int K>
+cudaError_t LaunchRows(int mt, const LinearParams& p, cudaStream_t stream) {
+  switch (mt) {
+    case 1:
+      return LaunchOne<CB, K, 1>(p, stream);
+    case 2:
+      return LaunchOne<CB, K, 2>(p, stream);
+    case 4:
+      return LaunchOne<CB, K, 4>(p, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+template <Cb CB>
+cudaError_t LaunchLinear(int bits, int mt, const LinearParams& p, cudaStream_t stream) {
+  switch (bits) {
+    case 1:
+      return LaunchRows<CB, 1>(mt, p, stream);
+    case 2:
+      return LaunchRows<CB, 2>(mt, p, stream);
+    case 3:
+      return LaunchRows<CB, 3>(mt, p, stream);
+    case 4:
+      return LaunchRows<CB, 4>(mt, p, stream);
+    case 5:
+      return LaunchRows<CB, 5>(mt, p, stream);
+    case 6:
+      return LaunchRows<CB, 6>(mt, p, stream);
+    case 7:
+      return LaunchRows<CB, 7>(mt, p, stream);
+    case 8:
+      return LaunchRows<CB, 8>(mt, p, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace twinspan::cuda::exl3_kernel
+
+#endif  // TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_LAUNCH_IMPL_CUH_

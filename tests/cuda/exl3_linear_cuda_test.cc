@@ -1,0 +1,395 @@
+// GPU tests of kernels/cuda/exl3_linear: exllamav3's golden outputs, an independent dense reference
+// built from the golden codebook tables on random trellis (never zeros), row invariance bit for bit
+// for 1..100 rows, and column views bit-equal to the parent's columns. Needs a GPU: run through
+// scripts/gpu-check.sh, not ctest.
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "common/safetensors/half.h"
+#include "common/safetensors/safetensors_file.h"
+#include "gtest/gtest.h"
+#include "kernels/cuda/exl3_linear.cuh"
+#include "tests/testing/golden.h"
+
+namespace twinspan::cuda {
+namespace {
+
+#define CUDA_OK(expr) ASSERT_EQ((expr), cudaSuccess) << cudaGetErrorString(expr)
+
+// Owns one device allocation.
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    if (cudaMalloc(&ptr_, bytes) != cudaSuccess) ptr_ = nullptr;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  void* get() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_;
+};
+
+template <typename T>
+std::unique_ptr<DeviceBuffer> Upload(const std::vector<T>& host) {
+  auto buf = std::make_unique<DeviceBuffer>(host.size() * sizeof(T));
+  cudaMemcpy(buf->get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice);
+  return buf;
+}
+
+// A weight on the device with the buffers it points into.
+struct HostWeight {
+  int64_t k = 0, n = 0;
+  int bits = 0;
+  Exl3Codebook cb = Exl3Codebook::kMul1;
+  std::vector<uint16_t> trellis;  // [k/16][n/16][16*bits]
+  std::vector<uint16_t> suh, svh;
+};
+
+struct DeviceWeight {
+  std::unique_ptr<DeviceBuffer> trellis, suh, svh;
+  Exl3DeviceWeight view;
+};
+
+DeviceWeight ToDevice(const HostWeight& h, int k_splits, int warps) {
+  DeviceWeight d;
+  d.trellis = Upload(h.trellis);
+  d.suh = Upload(h.suh);
+  d.svh = Upload(h.svh);
+  d.view.trellis = d.trellis->as<uint16_t>();
+  d.view.tile_row_stride = h.n / 16 * 16 * h.bits;
+  d.view.suh = d.suh->as<__half>();
+  d.view.svh = d.svh->as<__half>();
+  d.view.k = h.k;
+  d.view.n = h.n;
+  d.view.bits = h.bits;
+  d.view.codebook = h.cb;
+  d.view.k_splits = k_splits;
+  d.view.warps = warps;
+  return d;
+}
+
+// Runs the op on the device for `rows` rows of x (row-major, k floats a row); returns y.
+class Runner {
+ public:
+  Runner() : workspace_(64 << 20) { cudaMemset(workspace_.get(), 0, workspace_.bytes()); }
+  absl::Status Run(const Exl3DeviceWeight& w, const float* x_dev, int64_t rows, float* y_dev) {
+    Context ctx;
+    ctx.workspace = workspace_.get();
+    ctx.workspace_bytes = workspace_.bytes();
+    return Exl3Linear(ctx, x_dev, w.k, rows, w, y_dev, w.n);
+  }
+
+ private:
+  DeviceBuffer workspace_;
+};
+
+std::vector<float> RunOnce(const Exl3DeviceWeight& w, const std::vector<float>& x, int64_t rows) {
+  auto xd = Upload(x);
+  DeviceBuffer yd(rows * w.n * sizeof(float));
+  // Poison y so an unwritten element shows as NaN.
+  cudaMemset(yd.get(), 0xFF, yd.bytes());
+  Runner runner;
+  const absl::Status s = runner.Run(w, xd->as<float>(), rows, yd.as<float>());
+  EXPECT_TRUE(s.ok()) << s;
+  std::vector<float> y(rows * w.n);
+  EXPECT_EQ(cudaMemcpy(y.data(), yd.get(), yd.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return y;
+}
+
+double RelFro(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double d = static_cast<double>(got[i]) - want[i];
+    num += d * d;
+    den += static_cast<double>(want[i]) * want[i];
+    if (!std::isfinite(got[i])) return INFINITY;
+  }
+  return std::sqrt(num / den);
+}
+
+// ---- an independent reference from the golden codebook tables --------------------------------
+
+struct Tables {
+  std::vector<uint16_t> lut[3];  // fp16 bits of each state, per codebook.
+  std::vector<int> perm;         // perm[p] = r*16 + c of trellis position p.
+};
+
+const Tables& GoldenTables() {
+  static const Tables* tables = [] {
+    auto* t = new Tables;
+    auto file =
+        SafetensorsFile::Open(testing::GoldenPath("exl3_linear/exl3_codebook_lut.safetensors"));
+    if (!file.ok()) return t;
+    const char* names[3] = {"lut_3inst", "lut_mcg", "lut_mul1"};
+    for (int c = 0; c < 3; ++c) {
+      const TensorView* v = (*file)->Find(names[c]);
+      if (!v) continue;
+      t->lut[c].resize(v->numel());
+      std::memcpy(t->lut[c].data(), v->data, v->nbytes);
+    }
+    if (const TensorView* v = (*file)->Find("tensor_core_perm")) {
+      std::vector<int32_t> p(v->numel());
+      std::memcpy(p.data(), v->data, v->nbytes);
+      t->perm.assign(p.begin(), p.end());
+    }
+    return t;
+  }();
+  return *tables;
+}
+
+// W_hat[k][n] from the trellis, by the bit arithmetic of exl3-format.md 2.2 and the golden tables.
+std::vector<float> DecodeReference(const HostWeight& h) {
+  const Tables& t = GoldenTables();
+  const auto& lut = t.lut[static_cast<int>(h.cb)];
+  std::vector<float> w(h.k * h.n);
+  const int K = h.bits, nw = 8 * K;
+  for (int64_t tk = 0; tk < h.k / 16; ++tk)
+    for (int64_t tn = 0; tn < h.n / 16; ++tn) {
+      const uint16_t* tile = h.trellis.data() + (tk * (h.n / 16) + tn) * 16 * K;
+      auto word = [&](int j) { return uint32_t{tile[2 * j]} | uint32_t{tile[2 * j + 1]} << 16; };
+      for (int p = 0; p < 256; ++p) {
+        const int b0 = (p + 1) * K - 16 + 256 * K, b1 = b0 + 16;
+        const int i0 = b0 / 32, i1 = (b1 - 1) / 32, s = (i1 + 1) * 32 - b1;
+        const uint64_t pair = uint64_t{word(i0 % nw)} << 32 | word(i1 % nw);
+        const uint32_t state = static_cast<uint32_t>(pair >> s) & 0xFFFF;
+        const int r = t.perm[p] / 16, c = t.perm[p] % 16;
+        w[(tk * 16 + r) * h.n + tn * 16 + c] = HalfToFloat(lut[state]);
+      }
+    }
+  return w;
+}
+
+void Hadamard128InPlace(double* v) {
+  for (int h = 1; h < 128; h <<= 1)
+    for (int i = 0; i < 128; ++i)
+      if (!(i & h)) {
+        const double a = v[i], b = v[i + h];
+        v[i] = a + b;
+        v[i + h] = a - b;
+      }
+  for (int i = 0; i < 128; ++i) v[i] /= std::sqrt(128.0);
+}
+
+// y = H(H(fp16(fp16(x) * suh)) -> fp16) @ W_hat) * svh in double.
+std::vector<float> DenseReference(const HostWeight& h, const std::vector<float>& x, int64_t rows) {
+  const std::vector<float> w = DecodeReference(h);
+  std::vector<float> y(rows * h.n);
+  std::vector<double> xh(h.k), acc(h.n);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < h.k; ++i)
+      xh[i] = HalfToFloat(
+          FloatToHalf(HalfToFloat(FloatToHalf(x[r * h.k + i])) * HalfToFloat(h.suh[i])));
+    for (int64_t c = 0; c < h.k; c += 128) Hadamard128InPlace(xh.data() + c);
+    for (int64_t i = 0; i < h.k; ++i) xh[i] = HalfToFloat(FloatToHalf(static_cast<float>(xh[i])));
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t i = 0; i < h.k; ++i)
+      for (int64_t j = 0; j < h.n; ++j) acc[j] += xh[i] * w[i * h.n + j];
+    for (int64_t c = 0; c < h.n; c += 128) Hadamard128InPlace(acc.data() + c);
+    for (int64_t j = 0; j < h.n; ++j)
+      y[r * h.n + j] = static_cast<float>(acc[j] * HalfToFloat(h.svh[j]));
+  }
+  return y;
+}
+
+HostWeight RandomWeight(int64_t k, int64_t n, int bits, Exl3Codebook cb, uint32_t seed) {
+  std::mt19937 rng(seed);
+  HostWeight h;
+  h.k = k;
+  h.n = n;
+  h.bits = bits;
+  h.cb = cb;
+  h.trellis.resize(k / 16 * (n / 16) * 16 * bits);
+  for (auto& v : h.trellis) v = static_cast<uint16_t>(rng());  // Any bit string is a valid trellis.
+  std::uniform_real_distribution<float> scale(0.02f, 0.1f);
+  auto sign_scale = [&] { return FloatToHalf((rng() & 1 ? 1.f : -1.f) * scale(rng)); };
+  for (int64_t i = 0; i < k; ++i) h.suh.push_back(sign_scale());
+  for (int64_t i = 0; i < n; ++i) h.svh.push_back(sign_scale());
+  return h;
+}
+
+std::vector<float> RandomRows(int64_t rows, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = d(rng);
+  return x;
+}
+
+const char* CbName(Exl3Codebook cb) {
+  return cb == Exl3Codebook::k3inst ? "3inst" : (cb == Exl3Codebook::kMcg ? "mcg" : "mul1");
+}
+
+// Plans (k_splits, warps) the kernel must handle; the real one comes from exl3 plan().
+std::vector<std::pair<int, int>> PlansFor(int64_t k) {
+  std::vector<std::pair<int, int>> out;
+  const int64_t kt = k / 16;
+  for (auto [sk, wk] :
+       std::vector<std::pair<int, int>>{{1, 8}, {1, 4}, {2, 4}, {4, 2}, {1, 1}, {8, 1}})
+    if (kt % (sk * wk) == 0) out.push_back({sk, wk});
+  return out;
+}
+
+// ---- golden ---------------------------------------------------------------------------------
+
+TEST(Exl3LinearCuda, MatchesExllamav3GoldenReference) {
+  const Exl3Codebook cbs[3] = {Exl3Codebook::k3inst, Exl3Codebook::kMcg, Exl3Codebook::kMul1};
+  int cases = 0;
+  for (const char* shape : {"256x384", "512x256", "1024x512"}) {
+    const std::string path =
+        testing::GoldenPath(absl::StrFormat("exl3_linear/exl3_linear_%s.safetensors", shape));
+    auto file = SafetensorsFile::Open(path);
+    ASSERT_TRUE(file.ok()) << file.status();
+    const TensorView* xv = (*file)->Find("x");
+    ASSERT_NE(xv, nullptr);
+    const int64_t rows = xv->shape[0];
+    auto xf = ToFloat(*xv);
+    ASSERT_TRUE(xf.ok());
+    for (Exl3Codebook cb : cbs)
+      for (int K : {1, 2, 3, 4, 5, 6, 8}) {
+        const std::string key = absl::StrFormat("%s.K%d.", CbName(cb), K);
+        const TensorView* tv = (*file)->Find(key + "trellis");
+        if (!tv) continue;
+        HostWeight h;
+        h.k = tv->shape[0] * 16;
+        h.n = tv->shape[1] * 16;
+        h.bits = static_cast<int>(tv->shape[2] / 16);
+        h.cb = cb;
+        ASSERT_EQ(h.bits, K);
+        h.trellis.resize(tv->numel());
+        std::memcpy(h.trellis.data(), tv->data, tv->nbytes);
+        for (auto [name, dst] : {std::pair{"suh", &h.suh}, std::pair{"svh", &h.svh}}) {
+          const TensorView* v = (*file)->Find(key + name);
+          ASSERT_NE(v, nullptr) << key << name;
+          dst->resize(v->numel());
+          std::memcpy(dst->data(), v->data, v->nbytes);
+        }
+        auto yref = ToFloat(*(*file)->Find(key + "y_ref_fp32"));
+        ASSERT_TRUE(yref.ok());
+        for (auto [sk, wk] : PlansFor(h.k)) {
+          DeviceWeight d = ToDevice(h, sk, wk);
+          const std::vector<float> y = RunOnce(d.view, *xf, rows);
+          const double err = RelFro(y, *yref);
+          EXPECT_LE(err, 2e-3) << shape << " " << key << " plan (" << sk << "," << wk << ")";
+          ++cases;
+        }
+      }
+  }
+  EXPECT_GE(cases, 3 * 21);
+}
+
+// ---- random trellis against the dense reference ---------------------------------------------
+
+TEST(Exl3LinearCuda, MatchesDenseReferenceOnRandomTrellisAllCodebooksAndWidths) {
+  for (Exl3Codebook cb : {Exl3Codebook::k3inst, Exl3Codebook::kMcg, Exl3Codebook::kMul1})
+    for (int K = 1; K <= 8; ++K) {
+      const HostWeight h = RandomWeight(512, 384, K, cb, 100 + K * 7 + static_cast<int>(cb));
+      const std::vector<float> x = RandomRows(5, h.k, 7 + K);
+      const std::vector<float> want = DenseReference(h, x, 5);
+      for (auto [sk, wk] : PlansFor(h.k)) {
+        DeviceWeight d = ToDevice(h, sk, wk);
+        const double err = RelFro(RunOnce(d.view, x, 5), want);
+        EXPECT_LE(err, 1e-4) << CbName(cb) << " K" << K << " plan (" << sk << "," << wk << ")";
+      }
+    }
+}
+
+// ---- row invariance -------------------------------------------------------------------------
+
+TEST(Exl3LinearCuda, EveryRowCountGivesEachRowItsOneRowBits) {
+  constexpr int64_t kRows = 100;  // 1..64 in one launch, then 64-row launches.
+  for (Exl3Codebook cb : {Exl3Codebook::k3inst, Exl3Codebook::kMcg, Exl3Codebook::kMul1})
+    for (int K = 1; K <= 8; ++K) {
+      const HostWeight h = RandomWeight(1024, 256, K, cb, 900 + K);
+      DeviceWeight d = ToDevice(h, 2, 4);
+      const std::vector<float> x = RandomRows(kRows, h.k, 300 + K);
+      auto xd = Upload(x);
+      DeviceBuffer yd(kRows * h.n * sizeof(float));
+      Runner runner;
+      std::vector<float> single(kRows * h.n), multi(kRows * h.n);
+      for (int64_t r = 0; r < kRows; ++r)
+        ASSERT_TRUE(
+            runner.Run(d.view, xd->as<float>() + r * h.k, 1, yd.as<float>() + r * h.n).ok());
+      CUDA_OK(cudaMemcpy(single.data(), yd.get(), yd.bytes(), cudaMemcpyDeviceToHost));
+      for (float v : single) ASSERT_TRUE(std::isfinite(v));
+      for (int64_t m = 1; m <= kRows; m = m < 64 ? m + 1 : m + 36) {
+        CUDA_OK(cudaMemset(yd.get(), 0xFF, yd.bytes()));
+        ASSERT_TRUE(runner.Run(d.view, xd->as<float>(), m, yd.as<float>()).ok());
+        CUDA_OK(
+            cudaMemcpy(multi.data(), yd.get(), m * h.n * sizeof(float), cudaMemcpyDeviceToHost));
+        ASSERT_EQ(std::memcmp(multi.data(), single.data(), m * h.n * sizeof(float)), 0)
+            << CbName(cb) << " K" << K << " rows " << m;
+      }
+    }
+}
+
+// ---- column views ---------------------------------------------------------------------------
+
+TEST(Exl3LinearCuda, ColumnViewsWithTheParentPlanGiveTheParentColumnsBitForBit) {
+  // A head-like weight: 70 blocks of 128 columns, planned as the whole (one split, eight warps).
+  const HostWeight h = RandomWeight(512, 70 * 128, 6, Exl3Codebook::kMul1, 77);
+  DeviceWeight d = ToDevice(h, 1, 8);
+  for (int64_t rows : {1, 16, 64}) {
+    const std::vector<float> x = RandomRows(rows, h.k, 55 + rows);
+    const std::vector<float> full = RunOnce(d.view, x, rows);
+    for (auto [first, blocks] :
+         std::vector<std::pair<int, int>>{{0, 20}, {64, 6}, {3, 1}, {69, 1}}) {
+      Exl3DeviceWeight v = d.view;
+      v.trellis += static_cast<int64_t>(first) * 8 * 16 * h.bits;
+      v.svh += first * 128;
+      v.n = blocks * 128;
+      const std::vector<float> part = RunOnce(v, x, rows);
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(std::memcmp(part.data() + r * v.n, full.data() + r * h.n + first * 128,
+                              v.n * sizeof(float)),
+                  0)
+            << "rows " << rows << " view [" << first << ", +" << blocks << ") row " << r;
+    }
+  }
+}
+
+// ---- argument checks ------------------------------------------------------------------------
+
+TEST(Exl3LinearCuda, RejectsBadShapesPlansAndWorkspace) {
+  const HostWeight h = RandomWeight(256, 128, 4, Exl3Codebook::kMul1, 5);
+  DeviceWeight d = ToDevice(h, 1, 4);
+  DeviceBuffer x(h.k * sizeof(float)), y(h.n * sizeof(float));
+  Runner runner;
+  Exl3DeviceWeight bad = d.view;
+  bad.k_splits = 3;
+  EXPECT_EQ(runner.Run(bad, x.as<float>(), 1, y.as<float>()).code(),
+            absl::StatusCode::kInvalidArgument);
+  bad = d.view;
+  bad.bits = 9;
+  EXPECT_EQ(runner.Run(bad, x.as<float>(), 1, y.as<float>()).code(),
+            absl::StatusCode::kInvalidArgument);
+  bad = d.view;
+  bad.n = 100;
+  EXPECT_EQ(runner.Run(bad, x.as<float>(), 1, y.as<float>()).code(),
+            absl::StatusCode::kInvalidArgument);
+  Context small;
+  DeviceBuffer ws(16);
+  small.workspace = ws.get();
+  small.workspace_bytes = 16;
+  EXPECT_EQ(Exl3Linear(small, x.as<float>(), h.k, 1, d.view, y.as<float>(), h.n).code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace twinspan::cuda
