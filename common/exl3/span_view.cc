@@ -1,0 +1,63 @@
+#include "common/exl3/span_view.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/exl3/plan.h"
+#include "common/status.h"
+
+namespace twinspan::exl3 {
+
+absl::StatusOr<std::vector<SpanView>> MakeSpanViews(const Weight& head,
+                                                    std::span<const ColumnSpan> spans) {
+  const int64_t total_blocks = head.n() / kHadamardSize;
+  std::vector<SpanView> views;
+  for (const ColumnSpan& span : spans) {
+    if (span.begin < 0 || span.begin >= span.end || span.end > head.n()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("EXL3 head \"", head.name(), "\": span [", span.begin, ", ", span.end,
+                       ") is empty or outside its ", head.n(), " columns"));
+    }
+    int64_t first = span.begin / kHadamardSize;
+    int64_t last = (span.end + kHadamardSize - 1) / kHadamardSize;  // Exclusive.
+    const int64_t wanted = std::min(kWideBlocks, total_blocks);
+    if (last - first < wanted) {
+      last = std::min(total_blocks, first + wanted);
+      first = last - wanted;
+    }
+    ABSL_ASSIGN_OR_RETURN(Weight view,
+                          head.columns(first * kHadamardSize, (last - first) * kHadamardSize));
+    // columns() is relative to `head`; keep spans in the same coordinates as first_column().
+    views.push_back(
+        {std::move(view), {span.begin + head.first_column(), span.end + head.first_column()}});
+  }
+  return views;
+}
+
+int64_t PackedSize(std::span<const SpanView> views) {
+  int64_t total = 0;
+  for (const SpanView& view : views) total += view.size();
+  return total;
+}
+
+absl::Status PackSpanLogits(std::span<const SpanView> views,
+                            std::span<const float* const> view_outputs, int64_t rows, float* packed,
+                            int64_t packed_stride) {
+  if (view_outputs.size() != views.size() || packed_stride < PackedSize(views) || rows < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "PackSpanLogits: ", view_outputs.size(), " outputs for ", views.size(),
+        " span views, packed row stride ", packed_stride, " for ", PackedSize(views), " logits"));
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* out = packed + r * packed_stride;
+    for (size_t i = 0; i < views.size(); ++i) {
+      const float* row = view_outputs[i] + r * views[i].weight.n();
+      std::memcpy(out, row + views[i].drop_front(), views[i].size() * sizeof(float));
+      out += views[i].size();
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace twinspan::exl3

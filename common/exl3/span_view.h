@@ -1,0 +1,51 @@
+// The two-span (or any-span) head: views of whole 128-column blocks of an EXL3 head that cover
+// vocabulary spans, and the packing of their outputs into one row of span logits.
+#ifndef TWINSPAN_COMMON_EXL3_SPAN_VIEW_H_
+#define TWINSPAN_COMMON_EXL3_SPAN_VIEW_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/exl3/weight.h"
+
+namespace twinspan::exl3 {
+
+// Columns [begin, end) of the head (vocabulary ids).
+struct ColumnSpan {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+// One span's view. Its output row has weight.n() values; the span's logits are the `size()`
+// values starting at `drop_front()`.
+struct SpanView {
+  Weight weight;
+  ColumnSpan span;
+
+  int64_t drop_front() const { return span.begin - weight.first_column(); }
+  int64_t size() const { return span.end - span.begin; }
+};
+
+// One view per span, in span order. A view covers the 128-column blocks the span touches, widened
+// to at least kWideBlocks blocks (towards the end of the matrix first, then towards its start; the
+// whole matrix when it has fewer) so that it plans as the full head does. For the Qwen3.8-27B
+// tail span [248032, 248320) that is the last 64 blocks, from column 240128, dropping 7904.
+// InvalidArgument naming the span unless 0 <= begin < end <= head.n().
+absl::StatusOr<std::vector<SpanView>> MakeSpanViews(const Weight& head,
+                                                    std::span<const ColumnSpan> spans);
+
+// Total logits the spans produce: the sum of their sizes.
+int64_t PackedSize(std::span<const SpanView> views);
+
+// packed[r, :] = the spans' logits side by side, in span order, from view_outputs[i] (rows x
+// views[i].weight.n(), row stride views[i].weight.n()). `packed` has row stride `packed_stride`.
+// InvalidArgument when view_outputs.size() != views.size() or packed_stride < PackedSize(views).
+absl::Status PackSpanLogits(std::span<const SpanView> views,
+                            std::span<const float* const> view_outputs, int64_t rows, float* packed,
+                            int64_t packed_stride);
+
+}  // namespace twinspan::exl3
+
+#endif  // TWINSPAN_COMMON_EXL3_SPAN_VIEW_H_
