@@ -1,0 +1,57 @@
+// y = x @ W^T for a linear layer's weight W in HF orientation [out_features, in_features].
+//
+// Row-invariant: every output y[r, j] is Dot(x[r], W[j]) (kernels/cpu/dot.h), whose order depends
+// on in_features only, so a row's result never depends on how many rows share the call or on
+// threads.
+#ifndef TWINSPAN_KERNELS_CPU_LINEAR_H_
+#define TWINSPAN_KERNELS_CPU_LINEAR_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/cpu/context.h"
+
+namespace twinspan::cpu {
+
+// A linear layer's weight: dense fp32 (loaded from bf16/fp16/fp32). Immutable after construction,
+// so any number of threads may use it. Cheap to copy (the data is shared).
+class LinearWeight {
+ public:
+  LinearWeight() = default;
+
+  // `values` is [out_features, in_features] row-major. InvalidArgument when the sizes disagree or a
+  // dimension is not positive.
+  static absl::StatusOr<LinearWeight> Dense(int64_t out_features, int64_t in_features,
+                                            std::vector<float> values);
+
+  int64_t in_features() const { return in_features_; }
+  int64_t out_features() const { return out_features_; }
+  bool empty() const { return dense_ == nullptr; }
+
+  // Row j of W (the weights of output j), in_features floats.
+  const float* dense_row(int64_t j) const { return dense_->data() + j * in_features_; }
+
+ private:
+  int64_t out_features_ = 0;
+  int64_t in_features_ = 0;
+  std::shared_ptr<const std::vector<float>> dense_;
+};
+
+// y[rows, out_features] = x[rows, in_features] @ W^T. `x` and `y` are row-major with row strides
+// `x_stride` and `y_stride` (in floats; pass in_features / out_features for packed rows) and must
+// not overlap. InvalidArgument for an empty weight, rows < 0, or a stride smaller than the row.
+absl::Status Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
+                    const LinearWeight& w, float* y, int64_t y_stride);
+
+// Packed-rows convenience form of the above.
+inline absl::Status Linear(const Context& ctx, const float* x, int64_t rows, const LinearWeight& w,
+                           float* y) {
+  return Linear(ctx, x, w.in_features(), rows, w, y, w.out_features());
+}
+
+}  // namespace twinspan::cpu
+
+#endif  // TWINSPAN_KERNELS_CPU_LINEAR_H_

@@ -1,0 +1,82 @@
+#include "kernels/cpu/parallel.h"
+
+#include <algorithm>
+
+namespace twinspan::cpu {
+
+ThreadPool::ThreadPool(int num_threads) {
+  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+void ThreadPool::RunChunks() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (fn_ != nullptr && next_ < n_) {
+    const int64_t begin = next_;
+    const int64_t end = std::min(n_, begin + grain_);
+    next_ = end;
+    const auto* fn = fn_;
+    lock.unlock();
+    (*fn)(begin, end);
+    lock.lock();
+    outstanding_ -= end - begin;
+    if (outstanding_ == 0) done_.notify_all();
+  }
+}
+
+void ThreadPool::WorkerLoop() {
+  uint64_t seen = 0;
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+    }
+    RunChunks();
+  }
+}
+
+void ThreadPool::ParallelFor(int64_t n, int64_t grain,
+                             const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  if (workers_.empty() || n <= grain) {
+    fn(0, n);
+    return;
+  }
+  std::lock_guard<std::mutex> job_lock(job_mu_);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    fn_ = &fn;
+    n_ = n;
+    grain_ = grain;
+    next_ = 0;
+    outstanding_ = n;
+    ++generation_;
+  }
+  wake_.notify_all();
+  RunChunks();
+  std::unique_lock<std::mutex> lock(mu_);
+  done_.wait(lock, [&] { return outstanding_ == 0; });
+  fn_ = nullptr;
+}
+
+void ParallelFor(ThreadPool* pool, int64_t n, int64_t grain,
+                 const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool == nullptr) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  pool->ParallelFor(n, grain, fn);
+}
+
+}  // namespace twinspan::cpu

@@ -1,0 +1,80 @@
+#include "services/target/target_model.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_format.h"
+#include "common/safetensors/checkpoint.h"
+#include "common/status.h"
+#include "services/target/families.h"
+
+namespace twinspan::target {
+
+absl::Status TargetOptions::Validate() const {
+  if (context < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("TargetOptions.context is %d; it must be at least 1", context));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ForwardResult> Prefill(const TargetModel& model, SequenceState& state,
+                                      absl::Span<const int32_t> tokens, int64_t chunk_rows,
+                                      const std::vector<int64_t>& tap_layer_ids) {
+  if (tokens.empty()) return absl::InvalidArgumentError("Prefill: empty prompt");
+  if (chunk_rows < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat("Prefill: chunk_rows %d", chunk_rows));
+  }
+  const int64_t hidden = model.config().hidden_size;
+  const int64_t n_taps = static_cast<int64_t>(tap_layer_ids.size());
+  ForwardResult total;
+  total.first_position = state.length();
+  total.rows = static_cast<int64_t>(tokens.size());
+  total.taps.reserve(total.rows * n_taps * hidden);
+  for (int64_t begin = 0; begin < total.rows; begin += chunk_rows) {
+    const int64_t end = std::min(total.rows, begin + chunk_rows);
+    ForwardRequest request;
+    request.tokens = tokens.subspan(begin, end - begin);
+    request.logits = end == total.rows ? LogitsRows::kLast : LogitsRows::kNone;
+    request.tap_layer_ids = tap_layer_ids;
+    ForwardResult chunk;
+    ABSL_RETURN_IF_ERROR(model.Forward(state, request, &chunk));
+    ABSL_RETURN_IF_ERROR(model.Commit(state, end - begin));
+    total.taps.insert(total.taps.end(), chunk.taps.begin(), chunk.taps.end());
+    if (end == total.rows) {
+      total.logit_rows = chunk.logit_rows;
+      total.logits = std::move(chunk.logits);
+    }
+  }
+  return total;
+}
+
+absl::StatusOr<std::unique_ptr<TargetModel>> OpenTargetModel(const std::string& dir,
+                                                             const TargetOptions& options) {
+  ABSL_RETURN_IF_ERROR(options.Validate());
+  ABSL_ASSIGN_OR_RETURN(const TargetConfig config, LoadTargetConfig(dir));
+  if (config.is_moe() && options.drafter_configured) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: a mixture-of-experts target (%d experts) cannot be served with a drafter; run it "
+        "without one",
+        dir, config.num_experts));
+  }
+  if (config.is_moe()) {
+    return absl::UnimplementedError(
+        absl::StrFormat("%s: mixture-of-experts targets are not supported", dir));
+  }
+  ABSL_ASSIGN_OR_RETURN(const std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
+  switch (config.family) {
+    case TargetFamily::kQwen3:
+      return OpenQwen3Model(config, *checkpoint, options);
+    case TargetFamily::kQwen35:
+#ifdef TWINSPAN_TARGET_HAS_QWEN35
+      return OpenQwen35Model(config, *checkpoint, options);
+#else
+      return absl::UnimplementedError(
+          absl::StrFormat("%s: the qwen3_5 family is not built into this binary", dir));
+#endif
+  }
+  return absl::InternalError("unknown target family");
+}
+
+}  // namespace twinspan::target

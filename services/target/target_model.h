@@ -1,0 +1,112 @@
+// The target model interface the lane engine drives: Forward a window of rows, then Commit the kept
+// prefix. Families (qwen3, qwen3_5) implement it; OpenTargetModel picks one from config.json.
+//
+// Exactness: a row's logits and taps depend only on the committed tokens before it and its own
+// token, never on how many rows share the forward, on other sequences, or on threads. So
+// verify([pending, d1..dk]) equals k + 1 single-row steps bit for bit, and Commit(n) leaves the
+// state serial decoding of those n rows would have left.
+#ifndef TWINSPAN_SERVICES_TARGET_TARGET_MODEL_H_
+#define TWINSPAN_SERVICES_TARGET_TARGET_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/kv_cache.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cpu/parallel.h"
+#include "services/target/sequence_state.h"
+#include "services/target/target_config.h"
+
+namespace twinspan::target {
+
+struct TargetOptions {
+  // Threads for the CPU ops; not owned, must outlive the model. Null runs on the caller's thread.
+  cpu::ThreadPool* pool = nullptr;
+  // KV cache element type. bf16 is the serving default; golden tests against fp32 references use
+  // kF32 because bf16 rounding of K/V alone exceeds their 1e-4 tolerance.
+  cpu::KvDtype kv_dtype = cpu::KvDtype::kBF16;
+  // Positions per sequence (prompt + generated); a forward past it is ResourceExhausted.
+  int64_t context = 4096;
+  // A drafter will be attached: MoE checkpoints are refused (FailedPrecondition), as the anchor
+  // does.
+  bool drafter_configured = false;
+
+  // InvalidArgument naming the field for context < 1.
+  absl::Status Validate() const;
+};
+
+// Which rows of a forward get logits.
+enum class LogitsRows { kAll, kLast, kNone };
+
+struct ForwardRequest {
+  // One row per token, at positions state.length() .. state.length() + tokens.size() - 1.
+  absl::Span<const int32_t> tokens;
+  LogitsRows logits = LogitsRows::kAll;
+  // Decoder layers whose outputs are tapped: id i is the output of layer i, i.e. HF
+  // hidden_states[i + 1] (hidden_states[0] is the embedding). Each id in [0, num_layers).
+  std::vector<int64_t> tap_layer_ids;
+  // Also return the embedding, every layer's raw output and the final norm (golden tests, tools).
+  bool capture_hidden_states = false;
+};
+
+struct ForwardResult {
+  int64_t first_position = 0;
+  int64_t rows = 0;
+  int64_t logit_rows = 0;            // rows (kAll), 1 (kLast) or 0 (kNone).
+  std::vector<float> logits;         // [logit_rows, vocab]; kLast gives the last row's.
+  std::vector<float> taps;           // [rows, tap_layer_ids.size(), hidden], row-major.
+  std::vector<float> embeddings;     // [rows, hidden] when capture_hidden_states.
+  std::vector<float> layer_outputs;  // [num_layers, rows, hidden] when capture_hidden_states.
+  std::vector<float> final_norm;     // [rows, hidden] when capture_hidden_states.
+};
+
+// Immutable after Open: any number of threads may run forwards on distinct SequenceStates.
+class TargetModel {
+ public:
+  virtual ~TargetModel() = default;
+
+  virtual const TargetConfig& config() const = 0;
+
+  // A fresh, empty state sized for TargetOptions::context.
+  // ResourceExhausted naming the bytes when the caches cannot be allocated.
+  virtual absl::StatusOr<std::unique_ptr<SequenceState>> NewSequence() const = 0;
+
+  // Runs request.tokens as rows after the committed ones; their caches stay pending until Commit.
+  // FailedPrecondition when rows are pending; ResourceExhausted when the context would overflow;
+  // InvalidArgument for an empty request, a token outside the vocabulary or a bad tap id.
+  virtual absl::Status Forward(SequenceState& state, const ForwardRequest& request,
+                               ForwardResult* result) const = 0;
+
+  // Keeps the first n_keep rows of the pending forward: attention KV is trimmed to them and
+  // recurrent state restored to the state after row n_keep - 1 (or before the forward for 0).
+  // InvalidArgument when n_keep is outside [0, pending].
+  virtual absl::Status Commit(SequenceState& state, int64_t n_keep) const = 0;
+
+  // Read-only views for the drafter (same process): the unquantized embedding and the head.
+  virtual const cpu::EmbeddingTable& embedding() const = 0;
+  virtual const cpu::LinearWeight& lm_head() const = 0;
+};
+
+// Prefills `tokens` in forwards of at most `chunk_rows` rows, committing each. Returns the last
+// row's logits and the taps of every prompt row. Errors as Forward; InvalidArgument for an empty
+// prompt or chunk_rows < 1.
+absl::StatusOr<ForwardResult> Prefill(const TargetModel& model, SequenceState& state,
+                                      absl::Span<const int32_t> tokens, int64_t chunk_rows,
+                                      const std::vector<int64_t>& tap_layer_ids);
+
+// Opens the model in `dir` (config.json + safetensors), choosing the family by model_type
+// (qwen3; qwen3_5 / qwen3_5_text). Errors: those of the config and checkpoint loaders;
+// FailedPrecondition for a MoE checkpoint when options.drafter_configured; InvalidArgument from
+// options.Validate().
+absl::StatusOr<std::unique_ptr<TargetModel>> OpenTargetModel(const std::string& dir,
+                                                             const TargetOptions& options);
+
+}  // namespace twinspan::target
+
+#endif  // TWINSPAN_SERVICES_TARGET_TARGET_MODEL_H_

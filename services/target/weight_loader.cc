@@ -1,0 +1,86 @@
+#include "services/target/weight_loader.h"
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+
+namespace twinspan::target {
+namespace {
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  return "[" + absl::StrJoin(shape, ", ") + "]";
+}
+
+}  // namespace
+
+std::string TextModelPrefix(const Checkpoint& checkpoint) {
+  return checkpoint.Has("model.language_model.embed_tokens.weight") ? "model.language_model."
+                                                                    : "model.";
+}
+
+absl::StatusOr<std::vector<float>> LoadFloats(const Checkpoint& checkpoint, const std::string& name,
+                                              int64_t expected_numel) {
+  ABSL_ASSIGN_OR_RETURN(const TensorView view, checkpoint.Get(name));
+  if (view.numel() != expected_numel) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: tensor %s has shape %s, expected %d elements", checkpoint.path(), name,
+                        ShapeString(view.shape), expected_numel));
+  }
+  return ToFloat(view);
+}
+
+absl::StatusOr<cpu::LinearWeight> LoadLinear(const Checkpoint& checkpoint,
+                                             const std::string& prefix, int64_t out_features,
+                                             int64_t in_features) {
+  const std::string name = prefix + ".weight";
+  if (const TensorView* view = checkpoint.Find(name)) {
+    if (view->shape != std::vector<int64_t>{out_features, in_features}) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: tensor %s has shape %s, expected [%d, %d]", checkpoint.path(), name,
+                          ShapeString(view->shape), out_features, in_features));
+    }
+    ABSL_ASSIGN_OR_RETURN(std::vector<float> values, ToFloat(*view));
+    return cpu::LinearWeight::Dense(out_features, in_features, std::move(values));
+  }
+  if (checkpoint.Has(prefix + ".trellis")) {
+    return absl::UnimplementedError(absl::StrFormat(
+        "%s: EXL3 linear %s is not yet supported by the CPU target", checkpoint.path(), prefix));
+  }
+  return absl::NotFoundError(absl::StrFormat("%s: no tensor %s (nor an EXL3 %s.trellis)",
+                                             checkpoint.path(), name, prefix));
+}
+
+absl::StatusOr<cpu::EmbeddingTable> LoadEmbedding(const Checkpoint& checkpoint,
+                                                  const std::string& name, int64_t rows,
+                                                  int64_t dim) {
+  ABSL_ASSIGN_OR_RETURN(const TensorView view, checkpoint.Get(name));
+  if (view.shape != std::vector<int64_t>{rows, dim}) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: tensor %s has shape %s, expected [%d, %d]", checkpoint.path(), name,
+                        ShapeString(view.shape), rows, dim));
+  }
+  cpu::EmbeddingDtype dtype;
+  switch (view.dtype) {
+    case DType::kF32:
+      dtype = cpu::EmbeddingDtype::kF32;
+      break;
+    case DType::kBF16:
+      dtype = cpu::EmbeddingDtype::kBF16;
+      break;
+    case DType::kF16:
+      dtype = cpu::EmbeddingDtype::kF16;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: embedding %s is %s; expected F32, F16 or BF16", checkpoint.path(),
+                          name, DTypeName(view.dtype)));
+  }
+  return cpu::EmbeddingTable::FromRaw(dtype, rows, dim, view.data, view.nbytes);
+}
+
+std::vector<float> OnePlus(std::vector<float> weights) {
+  for (float& w : weights) w = 1.0f + w;
+  return weights;
+}
+
+}  // namespace twinspan::target

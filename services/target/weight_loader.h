@@ -1,0 +1,44 @@
+// Loads a target's tensors from a checkpoint into the CPU ops' weight types, checking each shape.
+// Shared by every family (and usable by the drafter for the target's embedding and head).
+#ifndef TWINSPAN_SERVICES_TARGET_WEIGHT_LOADER_H_
+#define TWINSPAN_SERVICES_TARGET_WEIGHT_LOADER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/safetensors/checkpoint.h"
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/linear.h"
+
+namespace twinspan::target {
+
+// "model.language_model." when the checkpoint keeps the text model there (Qwen3.5 wrappers and
+// their EXL3 conversions), else "model.".
+std::string TextModelPrefix(const Checkpoint& checkpoint);
+
+// The F32/F16/BF16 tensor `name` as floats. NotFound naming the tensor; InvalidArgument naming it
+// and both shapes when its element count is not `expected_numel`.
+absl::StatusOr<std::vector<float>> LoadFloats(const Checkpoint& checkpoint, const std::string& name,
+                                              int64_t expected_numel);
+
+// The linear `prefix` ("...q_proj") with HF weight shape [out_features, in_features]: dense from
+// `prefix.weight`. InvalidArgument naming the tensor for a wrong shape; Unimplemented naming the
+// tensor for an EXL3 linear (`prefix.trellis`) until the EXL3 CPU op is wired in; NotFound when
+// neither exists.
+absl::StatusOr<cpu::LinearWeight> LoadLinear(const Checkpoint& checkpoint,
+                                             const std::string& prefix, int64_t out_features,
+                                             int64_t in_features);
+
+// The unquantized embedding `name` [rows, dim] in its stored dtype (F32/F16/BF16).
+absl::StatusOr<cpu::EmbeddingTable> LoadEmbedding(const Checkpoint& checkpoint,
+                                                  const std::string& name, int64_t rows,
+                                                  int64_t dim);
+
+// `weights` + 1, for the zero-centred (1 + w) norms of Qwen3.5, computed once at load.
+std::vector<float> OnePlus(std::vector<float> weights);
+
+}  // namespace twinspan::target
+
+#endif  // TWINSPAN_SERVICES_TARGET_WEIGHT_LOADER_H_

@@ -1,0 +1,2 @@
+twinspan_test(target_kernels_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_kernels_test.cc
+  LIBS twinspan_cpu LABELS unit asan)
