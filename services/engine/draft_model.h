@@ -1,0 +1,59 @@
+// What a drafter offers the engine and the drafter service: per-stream sessions that take the
+// target's tap rows and return the next block's proposals. DrafterAdapter wraps drafter::Drafter.
+#ifndef TWINSPAN_SERVICES_ENGINE_DRAFT_MODEL_H_
+#define TWINSPAN_SERVICES_ENGINE_DRAFT_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace twinspan::engine {
+
+struct DrafterInfo {
+  int block_size = 0;        // B: a proposal has B-1 ids
+  std::string head_variant;  // "two-span", "full", ...
+  int vocab_size = 0;
+  std::string tokenizer_sha256;
+  std::string target_fingerprint;         // checkpoint the drafter was built for
+  std::vector<int64_t> target_layer_ids;  // taps it needs from the target
+  int tap_width = 0;                      // floats per tap row
+  int max_streams = 0;
+  int64_t max_context = 0;  // positions a session holds
+};
+
+// Row-major float tap rows.
+struct TapRows {
+  int64_t rows = 0;
+  int64_t width = 0;
+  absl::Span<const float> data;  // rows * width
+};
+
+// One stream's drafter context. Not thread-safe. Each call returns the proposals for the next
+// verify round: B-1 ids following `pending`.
+class DraftSession {
+ public:
+  virtual ~DraftSession() = default;
+  // InvalidArgument for taps whose shape does not match; ResourceExhausted past max_context.
+  virtual absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt_ids,
+                                                     const TapRows& prompt_taps,
+                                                     uint32_t pending) = 0;
+  // `ids` entered the target's context (old pending + accepted drafts), one tap row each.
+  virtual absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
+                                                       const TapRows& taps, uint32_t pending) = 0;
+};
+
+// Immutable and thread-safe after construction; sessions are independent.
+class DraftModel {
+ public:
+  virtual ~DraftModel() = default;
+  virtual const DrafterInfo& info() const = 0;
+  virtual absl::StatusOr<std::unique_ptr<DraftSession>> NewSession() const = 0;
+};
+
+}  // namespace twinspan::engine
+
+#endif  // TWINSPAN_SERVICES_ENGINE_DRAFT_MODEL_H_

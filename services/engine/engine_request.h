@@ -1,0 +1,62 @@
+// A generation request as the lane engine sees it (ids in, ids out), the sink its results go to,
+// and the summary that ends a stream.
+#ifndef TWINSPAN_SERVICES_ENGINE_ENGINE_REQUEST_H_
+#define TWINSPAN_SERVICES_ENGINE_ENGINE_REQUEST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "services/engine/verifier_model.h"
+
+namespace twinspan::engine {
+
+struct EngineRequest {
+  std::string request_id;
+  std::vector<uint32_t> prompt_ids;
+  SamplingOptions sampling;  // seed already chosen (given or derived)
+  int max_tokens = 0;        // > 0
+  std::vector<uint32_t> stop_token_ids;
+  bool ignore_eos = false;
+  bool draft = true;
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+enum class FinishReason { kLength, kEos, kStop, kAborted, kContext };
+
+const char* FinishReasonName(FinishReason reason);
+
+struct StreamSummary {
+  FinishReason finish_reason = FinishReason::kLength;
+  std::vector<uint32_t> completion_ids;  // every emitted id, the stop token included
+  int prompt_tokens = 0;
+  int64_t drafted = 0;
+  int64_t accepted = 0;
+  int rounds = 0;
+  std::vector<uint32_t> tokens_per_round;
+  std::string head_variant;     // "none" when no round carried drafts
+  bool draft_degraded = false;  // the drafter failed or was late at least once
+  uint64_t seed = 0;
+  double queue_seconds = 0, prefill_seconds = 0, first_token_seconds = 0, total_seconds = 0;
+  double verify_seconds = 0, draft_seconds = 0;
+};
+
+// Where one stream's results go. Called on the engine thread only; must not block for long.
+class StreamSink {
+ public:
+  virtual ~StreamSink() = default;
+  // Ids one round emitted (round 0: the prefill's token). Returns how many to keep: fewer than
+  // ids.size() ends the stream with kStop (a stop string matched in the decoded text).
+  virtual int OnTokens(absl::Span<const uint32_t> ids, uint32_t round) = 0;
+  // Exactly once, last: the summary, or the error that ended the stream.
+  virtual void OnFinish(absl::StatusOr<StreamSummary> summary) = 0;
+  // Polled between rounds; true ends the stream with kAborted (the client went away).
+  virtual bool Cancelled() const = 0;
+};
+
+}  // namespace twinspan::engine
+
+#endif  // TWINSPAN_SERVICES_ENGINE_ENGINE_REQUEST_H_

@@ -1,0 +1,295 @@
+#include "services/engine/grpc/drafter_service.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/metrics/serving_metrics.h"
+#include "services/engine/grpc/status_mapping.h"
+#include "services/engine/grpc/write_queue.h"
+#include "spdlog/spdlog.h"
+
+namespace twinspan::rpc {
+namespace {
+
+// Checks a tap tensor against the ids it goes with and views it as floats.
+absl::StatusOr<engine::TapRows> TapsOf(const v1::Tensor& tensor, size_t ids, int64_t tap_width,
+                                       std::vector<float>* storage) {
+  if (tensor.dtype() != v1::DTYPE_F32 || tensor.shape_size() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("taps: expected dtype F32 and shape [rows, width], got dtype ", tensor.dtype(),
+                     " with ", tensor.shape_size(), " dims"));
+  }
+  const int64_t rows = tensor.shape(0);
+  const int64_t width = tensor.shape(1);
+  if (rows != static_cast<int64_t>(ids) || width != tap_width) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "taps: shape [", rows, ", ", width, "] does not match ", ids, " ids x width ", tap_width));
+  }
+  if (tensor.data().size() != static_cast<size_t>(rows * width) * sizeof(float)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("taps: ", tensor.data().size(), " bytes for shape [", rows, ", ", width, "]"));
+  }
+  storage->resize(rows * width);
+  std::memcpy(storage->data(), tensor.data().data(), tensor.data().size());
+  return engine::TapRows{rows, width, *storage};
+}
+
+}  // namespace
+
+// One target connection. Reads on gRPC threads, works on its own thread, writes through a queue.
+class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v1::DraftReply> {
+ public:
+  DraftConnection(DrafterService* service, std::string peer)
+      : service_(service),
+        peer_(std::move(peer)),
+        writes_([this](const v1::DraftReply* reply) { StartWrite(reply); },
+                [this] { Finish(final_status_); }) {
+    worker_ = std::thread([this] { Work(); });
+    StartRead(&incoming_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the target closed its side or went away
+      Stop();
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      inbox_.push_back(std::move(incoming_));
+    }
+    cv_.notify_one();
+    incoming_.Clear();
+    StartRead(&incoming_);
+  }
+  void OnWriteDone(bool ok) override { writes_.OnWriteDone(ok); }
+  void OnCancel() override { Stop(); }
+  void OnDone() override {
+    Stop();
+    if (worker_.joinable()) worker_.join();
+    delete this;
+  }
+
+ private:
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_one();
+  }
+
+  void Work() {
+    while (true) {
+      v1::DraftRequest request;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stopping_ || !inbox_.empty(); });
+        if (inbox_.empty()) break;  // stopping with nothing left
+        request = std::move(inbox_.front());
+        inbox_.pop_front();
+      }
+      absl::Status status = Handle(request);
+      if (!status.ok()) {  // a connection-level error ends the stream with it
+        spdlog::error("drafter: connection from {} refused: {}", peer_, status.ToString());
+        final_status_ = ToGrpcStatus(status);
+        break;
+      }
+    }
+    const int closed = static_cast<int>(sessions_.size());
+    sessions_.clear();
+    const int open = service_->open_streams_.fetch_sub(closed) - closed;
+    if (service_->metrics_ != nullptr) service_->metrics_->SetDrafterStreams(open);
+    writes_.Close();
+  }
+
+  absl::Status Handle(const v1::DraftRequest& request) {
+    const engine::DrafterInfo& info = service_->model_->info();
+    if (!greeted_ && !request.has_hello()) {
+      return absl::FailedPreconditionError("drafter: the first message must be Hello");
+    }
+    switch (request.kind_case()) {
+      case v1::DraftRequest::kHello:
+        return Hello(request.hello(), info);
+      case v1::DraftRequest::kOpen:
+        Open(request.open(), info);
+        return absl::OkStatus();
+      case v1::DraftRequest::kCommit:
+        Commit(request.commit(), info);
+        return absl::OkStatus();
+      case v1::DraftRequest::kClose:
+        if (sessions_.erase(request.close().stream_id()) > 0) AddOpen(-1);
+        return absl::OkStatus();
+      case v1::DraftRequest::KIND_NOT_SET:
+        break;
+    }
+    return absl::InvalidArgumentError("drafter: empty DraftRequest");
+  }
+
+  absl::Status Hello(const v1::Hello& hello, const engine::DrafterInfo& info) {
+    if (greeted_) return absl::FailedPreconditionError("drafter: Hello sent twice");
+    if (hello.protocol() != v1::DRAFT_PROTOCOL_V1) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("drafter: protocol ", hello.protocol(), " is not supported (want V1)"));
+    }
+    if (static_cast<int>(hello.vocab_size()) != info.vocab_size) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("drafter: target vocab_size ", hello.vocab_size(),
+                       " differs from the drafter's ", info.vocab_size));
+    }
+    if (hello.tokenizer_sha256() != info.tokenizer_sha256) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "drafter: target tokenizer sha256 ", hello.tokenizer_sha256(),
+          " differs from the drafter's ", info.tokenizer_sha256, " (built for another tokenizer)"));
+    }
+    if (hello.target_fingerprint() != info.target_fingerprint) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "drafter: target checkpoint fingerprint ", hello.target_fingerprint(),
+          " differs from the one this drafter was built for, ", info.target_fingerprint));
+    }
+    if (hello.tap_form() != v1::TAP_FORM_RAW) {
+      return absl::FailedPreconditionError("drafter: only raw taps (TAP_FORM_RAW) are served");
+    }
+    greeted_ = true;
+    spdlog::info("drafter: target {} ({}) connected", hello.target_name(), peer_);
+    v1::DraftReply reply;
+    v1::HelloAck* ack = reply.mutable_hello_ack();
+    ack->set_protocol(v1::DRAFT_PROTOCOL_V1);
+    ack->set_vocab_size(info.vocab_size);
+    ack->set_tokenizer_sha256(info.tokenizer_sha256);
+    ack->set_target_fingerprint(info.target_fingerprint);
+    ack->set_block_size(info.block_size);
+    ack->set_head_variant(info.head_variant);
+    ack->set_max_streams(service_->options_.max_streams_per_connection);
+    for (int64_t id : info.target_layer_ids) ack->add_target_layer_ids(static_cast<uint32_t>(id));
+    writes_.Push(std::move(reply));
+    return absl::OkStatus();
+  }
+
+  void Open(const v1::Open& open, const engine::DrafterInfo& info) {
+    const uint64_t id = open.stream_id();
+    if (sessions_.count(id) > 0) {
+      return Error(
+          id, 1,
+          absl::AlreadyExistsError(absl::StrCat("drafter: stream ", id, " is already open")));
+    }
+    if (static_cast<int>(sessions_.size()) >= service_->options_.max_streams_per_connection) {
+      return Error(id, 1,
+                   absl::ResourceExhaustedError(
+                       absl::StrCat("drafter: ", sessions_.size(),
+                                    " streams open on this connection "
+                                    "(limit ",
+                                    service_->options_.max_streams_per_connection, ")")));
+    }
+    absl::StatusOr<engine::TapRows> taps =
+        TapsOf(open.prompt_taps(), open.prompt_ids_size(), info.tap_width, &taps_);
+    if (!taps.ok()) return Error(id, 1, taps.status());
+    absl::StatusOr<std::unique_ptr<engine::DraftSession>> session = service_->model_->NewSession();
+    if (!session.ok()) return Error(id, 1, session.status());
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::vector<uint32_t>> ids =
+        (*session)->Open(open.prompt_ids(), *taps, open.pending());
+    if (!ids.ok()) return Error(id, 1, ids.status());
+    sessions_[id] = Stream{*std::move(session), 0};
+    AddOpen(1);
+    spdlog::info("[{}] drafter: stream {} opened ({} prompt rows)", open.request_id(), id,
+                 open.prompt_ids_size());
+    Propose(id, 1, *ids, start);
+  }
+
+  void Commit(const v1::Commit& commit, const engine::DrafterInfo& info) {
+    const uint64_t id = commit.stream_id();
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) {
+      return Error(id, commit.round() + 1,
+                   absl::NotFoundError(absl::StrCat("drafter: stream ", id, " is not open")));
+    }
+    if (commit.round() != it->second.committed_round + 1) {  // stale or out of order
+      return Error(id, commit.round() + 1,
+                   absl::FailedPreconditionError(absl::StrCat(
+                       "drafter: commit for round ", commit.round(), " on stream ", id,
+                       " but round ", it->second.committed_round + 1, " was expected")));
+    }
+    absl::StatusOr<engine::TapRows> taps =
+        TapsOf(commit.taps(), commit.ids_size(), info.tap_width, &taps_);
+    if (!taps.ok()) return Error(id, commit.round() + 1, taps.status());
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::vector<uint32_t>> ids =
+        it->second.session->Commit(commit.ids(), *taps, commit.pending());
+    if (!ids.ok()) {
+      sessions_.erase(it);  // its context is unknown now
+      AddOpen(-1);
+      return Error(id, commit.round() + 1, ids.status());
+    }
+    it->second.committed_round = commit.round();
+    Propose(id, commit.round() + 1, *ids, start);
+  }
+
+  void Propose(uint64_t stream_id, uint32_t round, const std::vector<uint32_t>& ids,
+               absl::Time start) {
+    if (service_->metrics_ != nullptr) {
+      service_->metrics_->RecordPropose(absl::ToDoubleSeconds(absl::Now() - start));
+    }
+    v1::DraftReply reply;
+    v1::Proposal* proposal = reply.mutable_proposal();
+    proposal->set_stream_id(stream_id);
+    proposal->set_round(round);
+    proposal->mutable_ids()->Add(ids.begin(), ids.end());
+    writes_.Push(std::move(reply));
+  }
+
+  void Error(uint64_t stream_id, uint32_t round, const absl::Status& status) {
+    spdlog::warn("drafter: stream {} round {}: {}", stream_id, round, status.ToString());
+    if (service_->metrics_ != nullptr) {
+      service_->metrics_->RecordDrafterStreamError(absl::StatusCodeToString(status.code()));
+    }
+    v1::DraftReply reply;
+    v1::StreamError* error = reply.mutable_error();
+    error->set_stream_id(stream_id);
+    error->set_round(round);
+    error->set_code(static_cast<int32_t>(status.code()));
+    error->set_message(std::string(status.message()));
+    writes_.Push(std::move(reply));
+  }
+
+  void AddOpen(int delta) {
+    const int open = service_->open_streams_.fetch_add(delta) + delta;
+    if (service_->metrics_ != nullptr) service_->metrics_->SetDrafterStreams(open);
+  }
+
+  struct Stream {
+    std::unique_ptr<engine::DraftSession> session;
+    uint32_t committed_round = 0;
+  };
+
+  DrafterService* service_;
+  std::string peer_;
+  v1::DraftRequest incoming_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::DraftRequest> inbox_;
+  bool stopping_ = false;
+  // Worker thread only.
+  bool greeted_ = false;
+  std::map<uint64_t, Stream> sessions_;
+  std::vector<float> taps_;
+  grpc::Status final_status_;
+  WriteQueue<v1::DraftReply> writes_;
+  std::thread worker_;
+};
+
+grpc::ServerBidiReactor<v1::DraftRequest, v1::DraftReply>* DrafterService::Draft(
+    grpc::CallbackServerContext* context) {
+  return new DraftConnection(this, context->peer());
+}
+
+}  // namespace twinspan::rpc

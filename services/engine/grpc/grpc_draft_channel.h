@@ -1,0 +1,79 @@
+// DraftChannel over one bidirectional twinspan.v1.Drafter/Draft stream. A connector thread keeps
+// the link up: connect, Hello, wait for HelloAck (refusing a drafter built for another checkpoint),
+// and reconnect with backoff after a loss. Each new link is a new epoch.
+#ifndef TWINSPAN_SERVICES_ENGINE_GRPC_GRPC_DRAFT_CHANNEL_H_
+#define TWINSPAN_SERVICES_ENGINE_GRPC_GRPC_DRAFT_CHANNEL_H_
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "services/engine/draft_channel.h"
+#include "services/engine/proposal_box.h"
+
+namespace twinspan::rpc {
+
+struct GrpcDraftChannelOptions {
+  std::string address;  // host:port of twinspan-drafter
+  std::string target_name = "target";
+  int vocab_size = 0;  // what this target expects of its drafter
+  std::string tokenizer_sha256;
+  std::string target_fingerprint;
+  int hidden_size = 0;  // floats per tap layer per row
+  absl::Duration reconnect_backoff = absl::Milliseconds(500);
+  absl::Duration refused_backoff = absl::Seconds(5);  // after a handshake refusal
+  int max_message_bytes = 64 << 20;
+};
+
+// Thread-safe.
+class GrpcDraftChannel : public engine::DraftChannel {
+ public:
+  // Starts the connector; the channel becomes ready() once a drafter answered the handshake.
+  static std::unique_ptr<GrpcDraftChannel> Start(const GrpcDraftChannelOptions& options);
+  ~GrpcDraftChannel() override;
+
+  bool ready() const override;
+  engine::DrafterInfo peer() const override;
+  uint64_t epoch() const override;
+  absl::Status Open(const engine::DraftOpen& open) override;
+  absl::Status Commit(const engine::DraftCommit& commit) override;
+  void Close(uint64_t stream_id) override;
+  absl::StatusOr<std::vector<uint32_t>> Await(uint64_t stream_id, uint32_t round,
+                                              absl::Time deadline) override;
+
+  // Waits until ready() or the timeout; true when ready.
+  bool WaitReady(absl::Duration timeout);
+  // The last handshake refusal or link error, for ModelInfo and logs.
+  std::string last_error() const;
+
+  class Link;
+
+ private:
+  explicit GrpcDraftChannel(const GrpcDraftChannelOptions& options);
+  void Connect();
+  void OnLinkReady(Link* link, const engine::DrafterInfo& info);
+  void OnLinkDone(Link* link, const absl::Status& status);
+  // The current link when ready, else null.
+  std::shared_ptr<Link> ReadyLink() const;
+
+  const GrpcDraftChannelOptions options_;
+  engine::ProposalBox box_;
+  mutable absl::Mutex mu_;
+  // Shared with senders so a link outlives a Send racing with its end.
+  std::shared_ptr<Link> link_ ABSL_GUARDED_BY(mu_);
+  bool link_ready_ ABSL_GUARDED_BY(mu_) = false;
+  bool link_done_ ABSL_GUARDED_BY(mu_) = true;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  engine::DrafterInfo peer_ ABSL_GUARDED_BY(mu_);
+  std::string last_error_ ABSL_GUARDED_BY(mu_);
+  bool refused_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread connector_;
+};
+
+}  // namespace twinspan::rpc
+
+#endif  // TWINSPAN_SERVICES_ENGINE_GRPC_GRPC_DRAFT_CHANNEL_H_

@@ -1,0 +1,43 @@
+// twinspan.v1.Serving on gRPC's callback API, forwarding to a ServingBackend.
+#ifndef TWINSPAN_SERVICES_ENGINE_GRPC_SERVING_SERVICE_H_
+#define TWINSPAN_SERVICES_ENGINE_GRPC_SERVING_SERVICE_H_
+
+#include <atomic>
+
+#include "services/engine/grpc/serving_backend.h"
+#include "twinspan/v1/serving.grpc.pb.h"
+
+namespace twinspan::rpc {
+
+// Thread-safe. `backend` is not owned and must outlive the server.
+class ServingService final : public v1::Serving::CallbackService {
+ public:
+  explicit ServingService(ServingBackend* backend) : backend_(backend) {}
+
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
+      grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* context,
+                                     const v1::TokenizeRequest* request,
+                                     v1::TokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* ModelInfo(grpc::CallbackServerContext* context,
+                                      const v1::ModelInfoRequest* request,
+                                      v1::ModelInfoResponse* response) override;
+  grpc::ServerUnaryReactor* Abort(grpc::CallbackServerContext* context,
+                                  const v1::AbortRequest* request,
+                                  v1::AbortResponse* response) override;
+  grpc::ServerUnaryReactor* GetLoad(grpc::CallbackServerContext* context,
+                                    const v1::GetLoadRequest* request,
+                                    v1::GetLoadResponse* response) override;
+
+ private:
+  ServingBackend* backend_;
+  std::atomic<uint64_t> next_id_{1};
+};
+
+// The request id of a call: the request field, else "x-request-id" metadata, else a new one.
+std::string RequestIdOf(const grpc::CallbackServerContext& context, const std::string& field,
+                        uint64_t counter);
+
+}  // namespace twinspan::rpc
+
+#endif  // TWINSPAN_SERVICES_ENGINE_GRPC_SERVING_SERVICE_H_

@@ -1,0 +1,481 @@
+#include "services/engine/lane_engine.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/metrics/serving_metrics.h"
+#include "spdlog/spdlog.h"
+
+namespace twinspan::engine {
+
+struct LaneEngine::Stream {
+  EngineRequest request;
+  std::shared_ptr<StreamSink> sink;
+  uint64_t id = 0;
+  absl::Time arrival;
+  absl::Time first_token_time;
+  absl::Time last_emit_time;
+  std::unique_ptr<VerifierSequence> sequence;
+  uint32_t pending = 0;
+  uint32_t round = 0;  // verify rounds done
+  bool drafting = false;
+  uint64_t draft_epoch = 0;
+  std::vector<int64_t> tap_layer_ids;
+  std::vector<uint32_t> drafts;  // this round's
+  WindowOutput window_out;
+  StreamSummary summary;
+  bool done = false;
+};
+
+namespace {
+
+double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LaneEngine>> LaneEngine::Start(const EngineOptions& options,
+                                                              const VerifierModel* model,
+                                                              const TokenSampler* sampler,
+                                                              DraftChannel* channel,
+                                                              metrics::ServingMetrics* metrics) {
+  if (options.parallel < 1 || options.parallel > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("engine: --parallel must be in [1, 1024], got ", options.parallel));
+  }
+  if (options.max_waiting < 0 || options.max_tokens_limit < 1) {
+    return absl::InvalidArgumentError("engine: max_waiting >= 0 and max_tokens_limit >= 1");
+  }
+  if (model == nullptr || sampler == nullptr) {
+    return absl::InvalidArgumentError("engine: a model and a sampler are required");
+  }
+  auto engine =
+      std::unique_ptr<LaneEngine>(new LaneEngine(options, model, sampler, channel, metrics));
+  engine->thread_ = std::thread([e = engine.get()] { e->Loop(); });
+  return engine;
+}
+
+LaneEngine::LaneEngine(const EngineOptions& options, const VerifierModel* model,
+                       const TokenSampler* sampler, DraftChannel* channel,
+                       metrics::ServingMetrics* metrics)
+    : options_(options), model_(model), sampler_(sampler), channel_(channel), metrics_(metrics) {}
+
+LaneEngine::~LaneEngine() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::Status LaneEngine::Submit(EngineRequest request, std::shared_ptr<StreamSink> sink) {
+  const VerifierInfo& info = model_->info();
+  if (request.prompt_ids.empty()) {
+    return absl::InvalidArgumentError("request: the prompt is empty");
+  }
+  for (uint32_t id : request.prompt_ids) {
+    if (id >= static_cast<uint32_t>(info.vocab_size)) {
+      return absl::InvalidArgumentError(absl::StrCat("request: prompt token id ", id,
+                                                     " is outside the vocabulary (size ",
+                                                     info.vocab_size, ")"));
+    }
+  }
+  const int64_t max_prompt = options_.max_prompt_tokens > 0
+                                 ? std::min(options_.max_prompt_tokens, info.max_context - 1)
+                                 : info.max_context - 1;
+  if (static_cast<int64_t>(request.prompt_ids.size()) > max_prompt) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "request: prompt has ", request.prompt_ids.size(), " tokens; the limit is ", max_prompt));
+  }
+  if (request.max_tokens < 1 || request.max_tokens > options_.max_tokens_limit) {
+    return absl::InvalidArgumentError(absl::StrCat("request: max_tokens ", request.max_tokens,
+                                                   " is outside [1, ", options_.max_tokens_limit,
+                                                   "]"));
+  }
+  auto stream = std::make_unique<Stream>();
+  stream->request = std::move(request);
+  stream->sink = std::move(sink);
+  stream->arrival = absl::Now();
+  absl::MutexLock lock(&mu_);
+  if (draining_ || stopping_) return absl::UnavailableError("engine: draining, not accepting");
+  if (static_cast<int>(waiting_.size()) >= options_.max_waiting) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "engine: ", waiting_.size(), " requests are waiting (limit ", options_.max_waiting, ")"));
+  }
+  waiting_.push_back(std::move(stream));
+  if (metrics_ != nullptr) metrics_->SetRequestsWaiting(static_cast<int>(waiting_.size()));
+  return absl::OkStatus();
+}
+
+bool LaneEngine::Abort(const std::string& request_id) {
+  absl::MutexLock lock(&mu_);
+  bool known = live_ids_.count(request_id) > 0;
+  for (const auto& stream : waiting_) known = known || stream->request.request_id == request_id;
+  // The loop finishes it between rounds, so the sink is only ever called on the loop's thread.
+  if (known) aborts_.insert(request_id);
+  return known;
+}
+
+EngineLoad LaneEngine::load() const {
+  absl::MutexLock lock(&mu_);
+  EngineLoad load;
+  load.running = running_;
+  load.waiting = static_cast<int>(waiting_.size());
+  load.parallel = options_.parallel;
+  load.drafter_ready = channel_ != nullptr && channel_->ready();
+  load.draining = draining_;
+  return load;
+}
+
+void LaneEngine::Drain() {
+  absl::MutexLock lock(&mu_);
+  draining_ = true;
+}
+
+bool LaneEngine::WaitIdle(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]()
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return running_ == 0 && waiting_.empty(); };
+  return mu_.AwaitWithTimeout(absl::Condition(&idle), timeout);
+}
+
+void LaneEngine::Loop() {
+  while (true) {
+    std::vector<std::unique_ptr<Stream>> admit;
+    {
+      absl::MutexLock lock(&mu_);
+      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !waiting_.empty() || !live_.empty();
+      };
+      mu_.Await(absl::Condition(&has_work));
+      if (stopping_) break;
+      while (!waiting_.empty() &&
+             static_cast<int>(live_.size() + admit.size()) < options_.parallel) {
+        live_ids_.insert(waiting_.front()->request.request_id);
+        admit.push_back(std::move(waiting_.front()));
+        waiting_.pop_front();
+      }
+      running_ = static_cast<int>(live_.size() + admit.size());
+    }
+    for (auto& stream : admit) Admit(std::move(stream));
+    if (!live_.empty()) RunRound();
+    PublishLoad();
+  }
+  // Stopping: end everything still open.
+  std::deque<std::unique_ptr<Stream>> waiting;
+  {
+    absl::MutexLock lock(&mu_);
+    waiting.swap(waiting_);
+  }
+  for (auto& stream : live_) Finish(*stream, FinishReason::kAborted);
+  for (auto& stream : waiting) Finish(*stream, FinishReason::kAborted);
+  live_.clear();
+}
+
+void LaneEngine::PublishLoad() {
+  int waiting = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& s : live_) {
+      if (s->done) {
+        live_ids_.erase(s->request.request_id);
+        aborts_.erase(s->request.request_id);
+      }
+    }
+    live_.erase(std::remove_if(live_.begin(), live_.end(), [](const auto& s) { return s->done; }),
+                live_.end());
+    running_ = static_cast<int>(live_.size());
+    waiting = static_cast<int>(waiting_.size());
+  }
+  if (metrics_ != nullptr) {
+    metrics_->SetRequestsRunning(static_cast<int>(live_.size()));
+    metrics_->SetRequestsWaiting(waiting);
+  }
+}
+
+void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
+  Stream& s = *owned;
+  live_.push_back(std::move(owned));
+  s.id = next_stream_id_++;
+  s.summary.prompt_tokens = static_cast<int>(s.request.prompt_ids.size());
+  s.summary.seed = s.request.sampling.seed;
+  s.summary.head_variant = "none";
+  s.summary.queue_seconds = Seconds(absl::Now() - s.arrival);
+  bool aborted = false;
+  {
+    absl::MutexLock lock(&mu_);
+    aborted = aborts_.erase(s.request.request_id) > 0;
+  }
+  if (aborted || s.sink->Cancelled()) return Finish(s, FinishReason::kAborted);
+  absl::StatusOr<std::unique_ptr<VerifierSequence>> sequence = model_->NewSequence();
+  if (!sequence.ok()) return Fail(s, sequence.status());
+  s.sequence = *std::move(sequence);
+
+  // Taps are only needed when this stream will talk to a drafter.
+  s.drafting = s.request.draft && channel_ != nullptr && channel_->ready();
+  DrafterInfo peer;
+  if (s.drafting) {
+    peer = channel_->peer();
+    s.tap_layer_ids = peer.target_layer_ids;
+    s.draft_epoch = channel_->epoch();
+  }
+  const absl::Time prefill_start = absl::Now();
+  WindowOutput out;
+  absl::Status status = s.sequence->Prefill(s.request.prompt_ids, s.tap_layer_ids, &out);
+  if (!status.ok()) return Fail(s, status);
+  s.summary.prefill_seconds = Seconds(absl::Now() - prefill_start);
+  const int vocab = model_->info().vocab_size;
+  const int64_t position = static_cast<int64_t>(s.request.prompt_ids.size());
+  absl::StatusOr<uint32_t> first =
+      sampler_->Sample(absl::MakeConstSpan(out.logits).subspan(out.logits.size() - vocab, vocab),
+                       s.request.sampling, position);
+  if (!first.ok()) return Fail(s, first.status());
+  s.pending = *first;
+  if (Emit(s, {*first})) return;
+  if (s.drafting) {
+    const int64_t width = static_cast<int64_t>(s.tap_layer_ids.size()) * model_->info().hidden_size;
+    DraftOpen open{s.id, s.request.request_id, s.request.prompt_ids,
+                   TapRows{out.rows, width, out.taps}, s.pending};
+    absl::Status sent = channel_->Open(open);
+    if (!sent.ok()) {
+      spdlog::warn("[{}] drafter open failed, decoding without drafts: {}", s.request.request_id,
+                   sent.ToString());
+      s.drafting = false;
+      s.summary.draft_degraded = true;
+    }
+  }
+}
+
+bool LaneEngine::Emit(Stream& s, std::vector<uint32_t> ids) {
+  const VerifierInfo& info = model_->info();
+  std::optional<FinishReason> reason;
+  size_t keep = 0;
+  for (; keep < ids.size();) {
+    const uint32_t id = ids[keep++];
+    s.summary.completion_ids.push_back(id);
+    const bool eos = !s.request.ignore_eos &&
+                     std::find(info.eos_ids.begin(), info.eos_ids.end(), id) != info.eos_ids.end();
+    const bool stop = std::find(s.request.stop_token_ids.begin(), s.request.stop_token_ids.end(),
+                                id) != s.request.stop_token_ids.end();
+    if (eos || stop) {
+      reason = eos ? FinishReason::kEos : FinishReason::kStop;
+      break;
+    }
+    if (static_cast<int>(s.summary.completion_ids.size()) >= s.request.max_tokens) {
+      reason = FinishReason::kLength;
+      break;
+    }
+  }
+  ids.resize(keep);
+  const absl::Time now = absl::Now();
+  if (s.summary.completion_ids.size() == ids.size()) {
+    s.first_token_time = now;
+    s.summary.first_token_seconds = Seconds(now - s.arrival);
+    if (metrics_ != nullptr) metrics_->RecordFirstToken(s.summary.first_token_seconds);
+  } else if (metrics_ != nullptr && !ids.empty()) {
+    metrics_->RecordInterToken(Seconds(now - s.last_emit_time) / ids.size());
+  }
+  s.last_emit_time = now;
+  const int kept = s.sink->OnTokens(ids, s.round);
+  if (kept < static_cast<int>(ids.size())) {
+    s.summary.completion_ids.resize(s.summary.completion_ids.size() - ids.size() +
+                                    std::max(kept, 0));
+    reason = FinishReason::kStop;
+  }
+  if (reason) {
+    Finish(s, *reason);
+    return true;
+  }
+  return false;
+}
+
+void LaneEngine::ReleaseDraft(Stream& s) {
+  if (s.drafting && channel_ != nullptr) channel_->Close(s.id);
+  s.drafting = false;
+}
+
+void LaneEngine::Finish(Stream& s, FinishReason reason) {
+  if (s.done) return;
+  s.done = true;
+  ReleaseDraft(s);
+  s.sequence.reset();
+  s.summary.finish_reason = reason;
+  s.summary.rounds = static_cast<int>(s.round);
+  s.summary.total_seconds = Seconds(absl::Now() - s.arrival);
+  if (metrics_ != nullptr) {
+    metrics_->RecordRequestDone(FinishReasonName(reason), s.summary.total_seconds,
+                                s.summary.prompt_tokens,
+                                static_cast<int>(s.summary.completion_ids.size()));
+  }
+  spdlog::info("[{}] finished: {} tokens, {} rounds, {} drafted, {} accepted, reason {}",
+               s.request.request_id, s.summary.completion_ids.size(), s.summary.rounds,
+               s.summary.drafted, s.summary.accepted, FinishReasonName(reason));
+  s.sink->OnFinish(std::move(s.summary));
+}
+
+void LaneEngine::Fail(Stream& s, const absl::Status& status) {
+  if (s.done) return;
+  s.done = true;
+  ReleaseDraft(s);
+  s.sequence.reset();
+  spdlog::warn("[{}] failed: {}", s.request.request_id, status.ToString());
+  if (metrics_ != nullptr) {
+    metrics_->RecordRequestDone("error", Seconds(absl::Now() - s.arrival), s.summary.prompt_tokens,
+                                static_cast<int>(s.summary.completion_ids.size()));
+  }
+  s.sink->OnFinish(status);
+}
+
+void LaneEngine::RunRound() {
+  const VerifierInfo& info = model_->info();
+  const int vocab = info.vocab_size;
+  const absl::Time now = absl::Now();
+  // Cancellation, aborts and deadlines are checked between rounds only.
+  std::vector<Stream*> aborted;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& s : live_) {
+      if (!s->done && aborts_.erase(s->request.request_id) > 0) aborted.push_back(s.get());
+    }
+  }
+  for (Stream* s : aborted) Finish(*s, FinishReason::kAborted);
+  for (auto& s : live_) {
+    if (s->done) continue;
+    if (s->sink->Cancelled()) {
+      Finish(*s, FinishReason::kAborted);
+    } else if (now > s->request.deadline) {
+      Fail(*s, absl::DeadlineExceededError(
+                   absl::StrCat("request ", s->request.request_id, ": deadline passed after ",
+                                s->summary.completion_ids.size(), " tokens")));
+    }
+  }
+
+  // 1. Proposals: one deadline for all streams of the round.
+  const absl::Time draft_start = absl::Now();
+  const absl::Time draft_deadline = draft_start + options_.draft_timeout;
+  for (auto& sp : live_) {
+    Stream& s = *sp;
+    s.drafts.clear();
+    if (s.done || !s.drafting) continue;
+    if (!channel_->ready() || channel_->epoch() != s.draft_epoch) {
+      s.drafting = false;  // the drafter restarted or left: this stream's context there is gone
+      s.summary.draft_degraded = true;
+      if (metrics_ != nullptr) metrics_->RecordDraftFallback(s.summary.head_variant);
+      continue;
+    }
+    absl::StatusOr<std::vector<uint32_t>> drafts =
+        channel_->Await(s.id, s.round + 1, draft_deadline);
+    if (drafts.ok()) {
+      s.drafts = *std::move(drafts);
+      for (uint32_t d : s.drafts) {
+        if (d >= static_cast<uint32_t>(vocab)) {  // a bad drafter never reaches the verifier
+          s.drafts.clear();
+          break;
+        }
+      }
+    } else {
+      s.summary.draft_degraded = true;
+      if (metrics_ != nullptr) metrics_->RecordDraftFallback(channel_->peer().head_variant);
+      if (!absl::IsDeadlineExceeded(drafts.status())) {
+        spdlog::warn("[{}] drafter lost, decoding without drafts: {}", s.request.request_id,
+                     drafts.status().ToString());
+        ReleaseDraft(s);
+      }
+    }
+    // Drafts past max_tokens or the context could never be emitted.
+    const int64_t room_tokens =
+        s.request.max_tokens - static_cast<int64_t>(s.summary.completion_ids.size()) - 1;
+    const int64_t room_context = info.max_context - s.sequence->length() - 1;
+    const int64_t k = std::max<int64_t>(
+        0, std::min<int64_t>({static_cast<int64_t>(s.drafts.size()), room_tokens, room_context}));
+    s.drafts.resize(k);
+  }
+  const double draft_seconds = Seconds(absl::Now() - draft_start);
+
+  // 2. Verify every live window. TargetModel::Forward takes one sequence, so the round runs one
+  // forward per stream back to back.
+  const absl::Time verify_start = absl::Now();
+  std::vector<uint32_t> window;
+  for (auto& sp : live_) {
+    Stream& s = *sp;
+    if (s.done) continue;
+    window.assign(1, s.pending);
+    window.insert(window.end(), s.drafts.begin(), s.drafts.end());
+    absl::Status status = s.sequence->Verify(window, s.tap_layer_ids, &s.window_out);
+    if (!status.ok()) Fail(s, status);
+  }
+  const double verify_seconds = Seconds(absl::Now() - verify_start);
+  if (metrics_ != nullptr) {
+    metrics_->RecordPhase(metrics::RoundPhase::kDraft, draft_seconds);
+    metrics_->RecordPhase(metrics::RoundPhase::kVerify, verify_seconds);
+  }
+
+  // 3. Accept, emit, commit; 4. tell the drafter.
+  double rpc_seconds = 0;
+  for (auto& sp : live_) {
+    Stream& s = *sp;
+    if (s.done) continue;
+    const int64_t length = s.sequence->length();
+    const int k = static_cast<int>(s.drafts.size());
+    std::vector<uint32_t> emitted;
+    for (int row = 0; row <= k; ++row) {
+      absl::StatusOr<uint32_t> token = sampler_->Sample(
+          absl::MakeConstSpan(s.window_out.logits).subspan(static_cast<size_t>(row) * vocab, vocab),
+          s.request.sampling, length + row + 1);
+      if (!token.ok()) {
+        Fail(s, token.status());
+        break;
+      }
+      emitted.push_back(*token);
+      if (row == k || *token != s.drafts[row]) break;
+    }
+    if (s.done) continue;
+    const int accepted = static_cast<int>(emitted.size()) - 1;
+    s.round += 1;
+    s.summary.drafted += k;
+    s.summary.accepted += accepted;
+    s.summary.tokens_per_round.push_back(static_cast<uint32_t>(emitted.size()));
+    s.summary.verify_seconds += verify_seconds;
+    s.summary.draft_seconds += draft_seconds;
+    if (k > 0) s.summary.head_variant = channel_->peer().head_variant;
+    if (metrics_ != nullptr) metrics_->RecordRound(s.summary.head_variant, k, accepted);
+    const uint32_t old_pending = s.pending;
+    const uint32_t new_pending = emitted.back();
+    if (Emit(s, std::move(emitted))) continue;
+    absl::Status status = s.sequence->Commit(accepted + 1);
+    if (!status.ok()) {
+      Fail(s, status);
+      continue;
+    }
+    s.pending = new_pending;
+    if (s.sequence->length() >= info.max_context) {  // no position left for the pending token
+      Finish(s, FinishReason::kContext);
+      continue;
+    }
+    if (!s.drafting) continue;
+    if (!channel_->ready() || channel_->epoch() != s.draft_epoch)
+      continue;  // next round falls back
+    std::vector<uint32_t> kept_ids;
+    kept_ids.push_back(old_pending);
+    kept_ids.insert(kept_ids.end(), s.drafts.begin(), s.drafts.begin() + accepted);
+    const int64_t width = static_cast<int64_t>(s.tap_layer_ids.size()) * info.hidden_size;
+    const absl::Time rpc_start = absl::Now();
+    DraftCommit commit{s.id, s.round, kept_ids,
+                       TapRows{accepted + 1, width,
+                               absl::MakeConstSpan(s.window_out.taps)
+                                   .subspan(0, static_cast<size_t>((accepted + 1) * width))},
+                       s.pending};
+    absl::Status sent = channel_->Commit(commit);
+    rpc_seconds += Seconds(absl::Now() - rpc_start);
+    if (!sent.ok()) {
+      spdlog::warn("[{}] drafter commit failed, decoding without drafts: {}", s.request.request_id,
+                   sent.ToString());
+      s.summary.draft_degraded = true;
+      ReleaseDraft(s);
+    }
+  }
+  if (metrics_ != nullptr) metrics_->RecordPhase(metrics::RoundPhase::kRpc, rpc_seconds);
+}
+
+}  // namespace twinspan::engine

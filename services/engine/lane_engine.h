@@ -1,0 +1,113 @@
+// The lane engine: one thread runs rounds over every live stream. A round awaits each stream's
+// proposals, verifies its window [pending, d1..dk], samples every row with the keyed sampler,
+// accepts drafts up to the first mismatch plus one token, commits, and sends the drafter the kept
+// rows' taps. Streams are admitted between rounds. A drafter that fails or misses the deadline
+// only costs drafts: the tokens are those of plain decoding.
+#ifndef TWINSPAN_SERVICES_ENGINE_LANE_ENGINE_H_
+#define TWINSPAN_SERVICES_ENGINE_LANE_ENGINE_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "services/engine/draft_channel.h"
+#include "services/engine/engine_request.h"
+#include "services/engine/verifier_model.h"
+
+namespace twinspan::metrics {
+class ServingMetrics;
+}
+
+namespace twinspan::engine {
+
+struct EngineOptions {
+  int parallel = 4;                                        // live streams per round
+  int max_waiting = 64;                                    // queued beyond that: ResourceExhausted
+  int64_t max_prompt_tokens = 0;                           // 0: the model's context - 1
+  int max_tokens_limit = 4096;                             // the largest max_tokens accepted
+  absl::Duration draft_timeout = absl::Milliseconds(500);  // per round, all streams together
+  std::string name = "target";                             // for logs
+};
+
+struct EngineLoad {
+  int running = 0;
+  int waiting = 0;
+  int parallel = 0;
+  bool drafter_ready = false;
+  bool draining = false;
+};
+
+// Thread-safe. Models, sampler, channel and metrics are not owned and must outlive the engine.
+class LaneEngine {
+ public:
+  // `channel` and `metrics` may be null (no drafter; no metrics). Starts the round thread.
+  // InvalidArgument for options out of range.
+  static absl::StatusOr<std::unique_ptr<LaneEngine>> Start(const EngineOptions& options,
+                                                           const VerifierModel* model,
+                                                           const TokenSampler* sampler,
+                                                           DraftChannel* channel,
+                                                           metrics::ServingMetrics* metrics);
+  // Finishes live streams as kAborted and joins the thread.
+  ~LaneEngine();
+  LaneEngine(const LaneEngine&) = delete;
+  LaneEngine& operator=(const LaneEngine&) = delete;
+
+  // Queues a request; its results go to `sink`. Errors (sink untouched): InvalidArgument for an
+  // empty prompt, an id outside the vocabulary or max_tokens out of range; ResourceExhausted for
+  // a prompt over max_prompt_tokens, a full queue; Unavailable while draining.
+  absl::Status Submit(EngineRequest request, std::shared_ptr<StreamSink> sink);
+  // Ends the stream with this request id (waiting or live) as kAborted. False when unknown.
+  bool Abort(const std::string& request_id);
+  EngineLoad load() const;
+  const VerifierModel& model() const { return *model_; }
+  DraftChannel* channel() const { return channel_; }
+  // Refuses new requests; live and queued ones run to completion. WaitIdle blocks until none.
+  void Drain();
+  bool WaitIdle(absl::Duration timeout);
+
+ private:
+  struct Stream;
+  LaneEngine(const EngineOptions& options, const VerifierModel* model, const TokenSampler* sampler,
+             DraftChannel* channel, metrics::ServingMetrics* metrics);
+  void Loop();
+  void Admit(std::unique_ptr<Stream> stream);
+  void RunRound();
+  // Emits `ids` (one round's tokens) to the stream; returns true when the stream finished.
+  bool Emit(Stream& stream, std::vector<uint32_t> ids);
+  void Finish(Stream& stream, FinishReason reason);
+  void Fail(Stream& stream, const absl::Status& status);
+  void ReleaseDraft(Stream& stream);
+  void PublishLoad();
+
+  const EngineOptions options_;
+  const VerifierModel* model_;
+  const TokenSampler* sampler_;
+  DraftChannel* channel_;
+  metrics::ServingMetrics* metrics_;
+
+  mutable absl::Mutex mu_;
+  std::deque<std::unique_ptr<Stream>> waiting_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> aborts_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> live_ids_ ABSL_GUARDED_BY(mu_);
+  int running_ ABSL_GUARDED_BY(mu_) = 0;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Engine thread only.
+  std::vector<std::unique_ptr<Stream>> live_;
+  uint64_t next_stream_id_ = 1;
+  std::thread thread_;
+};
+
+}  // namespace twinspan::engine
+
+#endif  // TWINSPAN_SERVICES_ENGINE_LANE_ENGINE_H_

@@ -1,0 +1,67 @@
+#include "services/engine/proposal_box.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace twinspan::engine {
+
+void ProposalBox::Put(uint64_t stream_id, uint32_t round,
+                      absl::StatusOr<std::vector<uint32_t>> answer) {
+  absl::MutexLock lock(&mu_);
+  auto it = answers_.find(stream_id);
+  if (it != answers_.end() && it->second.round > round) {
+    ++stale_dropped_;  // an older round arriving after a newer one is never applied
+    return;
+  }
+  answers_[stream_id] = Answer{round, std::move(answer)};
+}
+
+absl::StatusOr<std::vector<uint32_t>> ProposalBox::Await(uint64_t stream_id, uint32_t round,
+                                                         absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto arrived = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!failure_.ok()) return true;
+    auto it = answers_.find(stream_id);
+    return it != answers_.end() && it->second.round >= round;
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&arrived), deadline);
+  if (!failure_.ok()) return failure_;
+  auto it = answers_.find(stream_id);
+  if (it == answers_.end() || it->second.round < round) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("drafter: no proposal for stream ", stream_id, " round ", round));
+  }
+  if (it->second.round > round) {
+    return absl::InternalError(absl::StrCat("drafter: proposal for stream ", stream_id,
+                                            " is for round ", it->second.round, ", ahead of round ",
+                                            round));
+  }
+  absl::StatusOr<std::vector<uint32_t>> value = std::move(it->second.value);
+  answers_.erase(it);
+  return value;
+}
+
+void ProposalBox::Forget(uint64_t stream_id) {
+  absl::MutexLock lock(&mu_);
+  answers_.erase(stream_id);
+}
+
+void ProposalBox::Fail(absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  failure_ = std::move(status);
+  answers_.clear();
+}
+
+void ProposalBox::Reset() {
+  absl::MutexLock lock(&mu_);
+  failure_ = absl::OkStatus();
+  answers_.clear();
+}
+
+int64_t ProposalBox::stale_dropped() const {
+  absl::MutexLock lock(&mu_);
+  return stale_dropped_;
+}
+
+}  // namespace twinspan::engine

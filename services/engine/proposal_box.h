@@ -1,0 +1,48 @@
+// Mailbox between the transport that delivers proposals and the engine thread that awaits them.
+// Keeps only the newest answer per stream; an answer for a round nobody waits for is dropped.
+#ifndef TWINSPAN_SERVICES_ENGINE_PROPOSAL_BOX_H_
+#define TWINSPAN_SERVICES_ENGINE_PROPOSAL_BOX_H_
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace twinspan::engine {
+
+// Thread-safe.
+class ProposalBox {
+ public:
+  // Stores the drafter's answer for (stream, round): ids, or a per-stream error.
+  void Put(uint64_t stream_id, uint32_t round, absl::StatusOr<std::vector<uint32_t>> answer);
+  // Waits for (stream, round) until `deadline`; a stored answer for an older round is stale and
+  // discarded. DeadlineExceeded when none came; Unavailable after Fail().
+  absl::StatusOr<std::vector<uint32_t>> Await(uint64_t stream_id, uint32_t round,
+                                              absl::Time deadline);
+  void Forget(uint64_t stream_id);
+  // Wakes every waiter with `status` and drops stored answers (the link is gone).
+  void Fail(absl::Status status);
+  // Clears the failure after a reconnect.
+  void Reset();
+  // Answers dropped as stale (for tests and logs).
+  int64_t stale_dropped() const;
+
+ private:
+  struct Answer {
+    uint32_t round = 0;
+    absl::StatusOr<std::vector<uint32_t>> value;
+  };
+  mutable absl::Mutex mu_;
+  std::map<uint64_t, Answer> answers_ ABSL_GUARDED_BY(mu_);
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  int64_t stale_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace twinspan::engine
+
+#endif  // TWINSPAN_SERVICES_ENGINE_PROPOSAL_BOX_H_

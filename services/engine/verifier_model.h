@@ -1,0 +1,82 @@
+// What the lane engine needs from a target model: per-stream sequences that run a window of rows
+// and commit a kept prefix, plus a row sampler. TargetVerifier adapts target::TargetModel to it;
+// tests use small deterministic models.
+#ifndef TWINSPAN_SERVICES_ENGINE_VERIFIER_MODEL_H_
+#define TWINSPAN_SERVICES_ENGINE_VERIFIER_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace twinspan::engine {
+
+struct VerifierInfo {
+  std::string model_name;
+  std::string model_type;
+  int vocab_size = 0;
+  int64_t max_context = 0;  // positions per sequence
+  std::vector<uint32_t> eos_ids;
+  int hidden_size = 0;  // floats per tap layer per row
+  std::string checkpoint_fingerprint;
+};
+
+// Rows of one forward: logits for every row and the taps of every row.
+struct WindowOutput {
+  int64_t rows = 0;
+  std::vector<float> logits;  // [rows, vocab]
+  std::vector<float> taps;    // [rows, tap_layer_ids.size() * hidden]; empty without taps
+};
+
+// One stream's model state. Not thread-safe: one call at a time.
+class VerifierSequence {
+ public:
+  virtual ~VerifierSequence() = default;
+  // Positions committed so far.
+  virtual int64_t length() const = 0;
+  // Prefills `prompt` (committed) and returns the last row's logits and every row's taps.
+  // Errors: InvalidArgument (empty, id outside the vocabulary), ResourceExhausted (context).
+  virtual absl::Status Prefill(absl::Span<const uint32_t> prompt,
+                               const std::vector<int64_t>& tap_layer_ids, WindowOutput* out) = 0;
+  // Runs `window` after the committed rows; nothing is kept until Commit.
+  virtual absl::Status Verify(absl::Span<const uint32_t> window,
+                              const std::vector<int64_t>& tap_layer_ids, WindowOutput* out) = 0;
+  // Keeps the first n_keep rows of the last Verify. REQUIRES: a Verify is pending.
+  virtual absl::Status Commit(int64_t n_keep) = 0;
+};
+
+// Immutable and thread-safe after construction.
+class VerifierModel {
+ public:
+  virtual ~VerifierModel() = default;
+  virtual const VerifierInfo& info() const = 0;
+  // ResourceExhausted when the caches cannot be allocated.
+  virtual absl::StatusOr<std::unique_ptr<VerifierSequence>> NewSequence() const = 0;
+};
+
+struct SamplingOptions {
+  float temperature = 0.0f;  // 0: greedy
+  int top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  uint64_t seed = 0;
+};
+
+// Draws one token from one row of logits. A draw depends only on (logits, options, seed,
+// position), never on the rows beside it: that is what keeps drafted == plain when sampling.
+class TokenSampler {
+ public:
+  virtual ~TokenSampler() = default;
+  // `position` is the absolute position of the token being drawn.
+  virtual absl::StatusOr<uint32_t> Sample(absl::Span<const float> logits,
+                                          const SamplingOptions& options,
+                                          int64_t position) const = 0;
+};
+
+}  // namespace twinspan::engine
+
+#endif  // TWINSPAN_SERVICES_ENGINE_VERIFIER_MODEL_H_

@@ -1,0 +1,163 @@
+// The gRPC drafter plane on loopback: the engine with a GrpcDraftChannel to a DrafterService gives
+// the tokens of plain decoding, survives the drafter going away, picks up a restarted one, and a
+// drafter built for another checkpoint is refused with a clear error.
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "services/engine/grpc/drafter_service.h"
+#include "services/engine/grpc/grpc_draft_channel.h"
+#include "services/engine/grpc/server_runner.h"
+#include "services/engine/lane_engine.h"
+#include "tests/integration/toy_models.h"
+
+namespace twinspan::rpc {
+namespace {
+
+using engine::EngineRequest;
+using engine::StreamSummary;
+
+constexpr int kVocab = 97;
+
+class Sink : public engine::StreamSink {
+ public:
+  std::function<void(uint32_t)> on_round;
+  int OnTokens(absl::Span<const uint32_t> ids, uint32_t round) override {
+    if (on_round) on_round(round);
+    return static_cast<int>(ids.size());
+  }
+  void OnFinish(absl::StatusOr<StreamSummary> s) override {
+    absl::MutexLock lock(&mu_);
+    result_ = std::move(s);
+    done_ = true;
+  }
+  bool Cancelled() const override { return false; }
+  absl::StatusOr<StreamSummary> Wait() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&done_));
+    return result_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool done_ = false;
+  absl::StatusOr<StreamSummary> result_ = absl::UnknownError("unfinished");
+};
+
+EngineRequest Request(int which, float temperature) {
+  EngineRequest r;
+  r.request_id = "plane-" + std::to_string(which);
+  for (int i = 0; i < 6 + which; ++i) r.prompt_ids.push_back((which * 17 + i * 5) % 90);
+  r.sampling.temperature = temperature;
+  r.sampling.seed = 99 + which;
+  r.max_tokens = 48;
+  return r;
+}
+
+StreamSummary RunOne(engine::LaneEngine& e, EngineRequest r,
+                     std::function<void(uint32_t)> hook = {}) {
+  auto sink = std::make_shared<Sink>();
+  sink->on_round = std::move(hook);
+  EXPECT_TRUE(e.Submit(std::move(r), sink).ok());
+  absl::StatusOr<StreamSummary> s = sink->Wait();
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *s : StreamSummary{};
+}
+
+class DraftPlaneTest : public ::testing::Test {
+ protected:
+  testing::ToyVerifier model_{kVocab, 512, 96};
+  testing::ToyDrafter drafter_{kVocab, 5, 3, 8};
+  testing::ToySampler sampler_;
+
+  std::unique_ptr<RunningServer> StartDrafter(const engine::DraftModel* model, int port,
+                                              std::unique_ptr<DrafterService>* service) {
+    *service = std::make_unique<DrafterService>(model, DrafterServiceOptions{}, nullptr);
+    ServerOptions options;
+    options.listen = "127.0.0.1:" + std::to_string(port);
+    auto server = RunningServer::Start(options, {service->get()});
+    EXPECT_TRUE(server.ok()) << server.status();
+    return server.ok() ? *std::move(server) : nullptr;
+  }
+
+  GrpcDraftChannelOptions ChannelOptions(int port) {
+    GrpcDraftChannelOptions o;
+    o.address = "127.0.0.1:" + std::to_string(port);
+    o.vocab_size = kVocab;
+    o.tokenizer_sha256 = "toy-tokenizer";
+    o.target_fingerprint = "toy-fingerprint";
+    o.hidden_size = 4;
+    o.reconnect_backoff = absl::Milliseconds(50);
+    return o;
+  }
+
+  std::unique_ptr<engine::LaneEngine> Engine(engine::DraftChannel* channel) {
+    engine::EngineOptions options;
+    options.parallel = 4;
+    options.draft_timeout = absl::Seconds(2);
+    auto e = engine::LaneEngine::Start(options, &model_, &sampler_, channel, nullptr);
+    EXPECT_TRUE(e.ok());
+    return *std::move(e);
+  }
+};
+
+TEST_F(DraftPlaneTest, SplitEqualsPlainAndSurvivesDrafterRestart) {
+  std::unique_ptr<DrafterService> service;
+  auto server = StartDrafter(&drafter_, 0, &service);
+  ASSERT_NE(server, nullptr);
+  const int port = server->port();
+  auto channel = GrpcDraftChannel::Start(ChannelOptions(port));
+  ASSERT_TRUE(channel->WaitReady(absl::Seconds(10))) << channel->last_error();
+  auto split = Engine(channel.get());
+  auto plain = Engine(nullptr);
+
+  for (float t : {0.0f, 0.9f}) {
+    for (int which = 0; which < 3; ++which) {
+      StreamSummary a = RunOne(*plain, Request(which, t));
+      StreamSummary b = RunOne(*split, Request(which, t));
+      EXPECT_EQ(a.completion_ids, b.completion_ids) << "t=" << t << " request " << which;
+      EXPECT_GT(b.drafted, 0);
+      EXPECT_FALSE(b.draft_degraded);
+      if (t == 0.0f) EXPECT_GT(b.accepted, 0);
+    }
+  }
+
+  // Kill the drafter in the middle of a request: same tokens, marked degraded.
+  const StreamSummary want = RunOne(*plain, Request(1, 0.0f));
+  StreamSummary killed = RunOne(*split, Request(1, 0.0f), [&](uint32_t round) {
+    if (round == 2) server.reset();
+  });
+  EXPECT_EQ(killed.completion_ids, want.completion_ids);
+  EXPECT_TRUE(killed.draft_degraded);
+
+  // A drafter on the same port is picked up again.
+  server = StartDrafter(&drafter_, port, &service);
+  ASSERT_NE(server, nullptr);
+  ASSERT_TRUE(channel->WaitReady(absl::Seconds(10))) << channel->last_error();
+  StreamSummary back = RunOne(*split, Request(1, 0.0f));
+  EXPECT_EQ(back.completion_ids, want.completion_ids);
+  EXPECT_GT(back.accepted, 0);
+  EXPECT_FALSE(back.draft_degraded);
+}
+
+TEST_F(DraftPlaneTest, DrafterForAnotherCheckpointIsRefused) {
+  std::unique_ptr<DrafterService> service;
+  auto server = StartDrafter(&drafter_, 0, &service);
+  ASSERT_NE(server, nullptr);
+  GrpcDraftChannelOptions options = ChannelOptions(server->port());
+  options.target_fingerprint = "another-checkpoint";
+  auto channel = GrpcDraftChannel::Start(options);
+  EXPECT_FALSE(channel->WaitReady(absl::Seconds(2)));
+  const std::string error = channel->last_error();
+  EXPECT_NE(error.find("FAILED_PRECONDITION"), std::string::npos) << error;
+  EXPECT_NE(error.find("fingerprint"), std::string::npos) << error;
+  // Requests still complete, without drafts.
+  auto e = Engine(channel.get());
+  StreamSummary s = RunOne(*e, Request(0, 0.0f));
+  EXPECT_EQ(s.drafted, 0);
+  EXPECT_FALSE(s.completion_ids.empty());
+}
+
+}  // namespace
+}  // namespace twinspan::rpc

@@ -1,0 +1,253 @@
+// The exactness contract on the lane engine, in one process: drafted == plain (greedy and sampled),
+// concurrent == solo, repeat == first, and a drafter that dies mid-request changes nothing but
+// speed.
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "services/engine/in_process_draft_channel.h"
+#include "services/engine/lane_engine.h"
+#include "services/engine/proposal_box.h"
+#include "tests/integration/toy_models.h"
+
+namespace twinspan::engine {
+namespace {
+
+using testing::ToyDrafter;
+using testing::ToySampler;
+using testing::ToyVerifier;
+
+constexpr int kVocab = 97;
+constexpr uint32_t kEos = 96;
+
+class CollectingSink : public StreamSink {
+ public:
+  std::function<void(uint32_t round)> on_round;
+  int stop_after = -1;  // emulate a stop string: keep only this many tokens in total
+
+  int OnTokens(absl::Span<const uint32_t> ids, uint32_t round) override {
+    if (on_round) on_round(round);
+    absl::MutexLock lock(&mu_);
+    int keep = static_cast<int>(ids.size());
+    if (stop_after >= 0) keep = std::min<int>(keep, stop_after - static_cast<int>(seen_.size()));
+    seen_.insert(seen_.end(), ids.begin(), ids.begin() + keep);
+    return keep;
+  }
+  void OnFinish(absl::StatusOr<StreamSummary> summary) override {
+    absl::MutexLock lock(&mu_);
+    result_ = std::move(summary);
+    done_ = true;
+  }
+  bool Cancelled() const override { return false; }
+
+  absl::StatusOr<StreamSummary> Wait() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&done_));
+    return result_;
+  }
+  std::vector<uint32_t> seen() {
+    absl::MutexLock lock(&mu_);
+    return seen_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool done_ = false;
+  std::vector<uint32_t> seen_;
+  absl::StatusOr<StreamSummary> result_ = absl::UnknownError("not finished");
+};
+
+EngineRequest MakeRequest(int which, float temperature, bool draft) {
+  EngineRequest r;
+  r.request_id = "req-" + std::to_string(which);
+  for (int i = 0; i < 5 + which; ++i) r.prompt_ids.push_back((which * 31 + i * 7) % 90);
+  r.sampling.temperature = temperature;
+  r.sampling.seed = 1234 + which;
+  r.max_tokens = 40;
+  r.draft = draft;
+  return r;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  ToyVerifier model_{kVocab, 512, kEos};
+  ToyDrafter drafter_{kVocab, /*block_size=*/6, /*miss_every=*/4, /*tap_width=*/8};
+  ToySampler sampler_;
+  InProcessDraftChannel channel_{&drafter_};
+
+  std::unique_ptr<LaneEngine> Start(int parallel, bool with_drafter) {
+    EngineOptions options;
+    options.parallel = parallel;
+    options.draft_timeout = absl::Seconds(5);
+    auto engine =
+        LaneEngine::Start(options, &model_, &sampler_, with_drafter ? &channel_ : nullptr, nullptr);
+    EXPECT_TRUE(engine.ok()) << engine.status();
+    return *std::move(engine);
+  }
+
+  // Submits every request at once and returns their summaries in order.
+  std::vector<StreamSummary> RunAll(LaneEngine& engine,
+                                    const std::vector<EngineRequest>& requests) {
+    std::vector<std::shared_ptr<CollectingSink>> sinks;
+    for (const auto& r : requests) {
+      sinks.push_back(std::make_shared<CollectingSink>());
+      EXPECT_TRUE(engine.Submit(r, sinks.back()).ok());
+    }
+    std::vector<StreamSummary> out;
+    for (auto& sink : sinks) {
+      absl::StatusOr<StreamSummary> s = sink->Wait();
+      EXPECT_TRUE(s.ok()) << s.status();
+      if (s.ok()) {
+        EXPECT_EQ(sink->seen(), s->completion_ids);
+        out.push_back(*s);
+      }
+    }
+    return out;
+  }
+};
+
+TEST_F(EngineTest, DraftedEqualsPlainGreedyAndSampled) {
+  for (float temperature : {0.0f, 0.8f}) {
+    auto plain_engine = Start(1, false);
+    auto draft_engine = Start(1, true);
+    int64_t accepted = 0;
+    for (int which = 0; which < 4; ++which) {
+      auto plain = RunAll(*plain_engine, {MakeRequest(which, temperature, true)});
+      auto drafted = RunAll(*draft_engine, {MakeRequest(which, temperature, true)});
+      ASSERT_EQ(plain.size(), 1u);
+      ASSERT_EQ(drafted.size(), 1u);
+      EXPECT_EQ(plain[0].completion_ids, drafted[0].completion_ids) << "t=" << temperature;
+      EXPECT_EQ(plain[0].drafted, 0);
+      EXPECT_EQ(plain[0].head_variant, "none");
+      EXPECT_GT(drafted[0].drafted, 0);
+      accepted += drafted[0].accepted;
+      EXPECT_EQ(drafted[0].tokens_per_round.size(), static_cast<size_t>(drafted[0].rounds));
+    }
+    if (temperature == 0.0f) EXPECT_GT(accepted, 0);
+  }
+}
+
+TEST_F(EngineTest, DraftFalseRunsPlain) {
+  auto engine = Start(1, true);
+  auto with = RunAll(*engine, {MakeRequest(1, 0.0f, true)});
+  auto without = RunAll(*engine, {MakeRequest(1, 0.0f, false)});
+  EXPECT_EQ(with[0].completion_ids, without[0].completion_ids);
+  EXPECT_EQ(without[0].drafted, 0);
+  EXPECT_EQ(without[0].head_variant, "none");
+  EXPECT_EQ(with[0].head_variant, "toy-head");
+}
+
+TEST_F(EngineTest, ConcurrentEqualsSoloAndRepeatEqualsFirst) {
+  std::vector<EngineRequest> requests;
+  for (int which = 0; which < 4; ++which) requests.push_back(MakeRequest(which, which % 2, true));
+  auto solo_engine = Start(1, true);
+  std::vector<StreamSummary> solo;
+  for (const auto& r : requests) solo.push_back(RunAll(*solo_engine, {r})[0]);
+  for (int parallel : {1, 2, 4}) {
+    auto engine = Start(parallel, true);
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      auto together = RunAll(*engine, requests);
+      ASSERT_EQ(together.size(), solo.size());
+      for (size_t i = 0; i < solo.size(); ++i) {
+        EXPECT_EQ(together[i].completion_ids, solo[i].completion_ids)
+            << "parallel " << parallel << " request " << i;
+      }
+    }
+  }
+}
+
+TEST_F(EngineTest, DrafterKilledMidRequestKeepsTokensAndRestartIsPickedUp) {
+  auto plain_engine = Start(1, false);
+  const auto plain = RunAll(*plain_engine, {MakeRequest(2, 0.7f, true)})[0];
+
+  auto engine = Start(1, true);
+  auto sink = std::make_shared<CollectingSink>();
+  sink->on_round = [this](uint32_t round) {
+    if (round == 2) channel_.Kill();
+  };
+  ASSERT_TRUE(engine->Submit(MakeRequest(2, 0.7f, true), sink).ok());
+  absl::StatusOr<StreamSummary> killed = sink->Wait();
+  ASSERT_TRUE(killed.ok()) << killed.status();
+  EXPECT_EQ(killed->completion_ids, plain.completion_ids);
+  EXPECT_TRUE(killed->draft_degraded);
+  EXPECT_GT(killed->drafted, 0);
+
+  // While down, requests run plain; after the restart, drafts come back.
+  auto down = RunAll(*engine, {MakeRequest(2, 0.7f, true)})[0];
+  EXPECT_EQ(down.completion_ids, plain.completion_ids);
+  EXPECT_EQ(down.drafted, 0);
+  channel_.Restart();
+  auto back = RunAll(*engine, {MakeRequest(2, 0.7f, true)})[0];
+  EXPECT_EQ(back.completion_ids, plain.completion_ids);
+  EXPECT_GT(back.drafted, 0);
+  EXPECT_FALSE(back.draft_degraded);
+}
+
+TEST_F(EngineTest, StopFromSinkTruncatesAndFinishesWithStop) {
+  auto engine = Start(1, true);
+  auto sink = std::make_shared<CollectingSink>();
+  sink->stop_after = 7;
+  ASSERT_TRUE(engine->Submit(MakeRequest(3, 0.0f, true), sink).ok());
+  absl::StatusOr<StreamSummary> s = sink->Wait();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->finish_reason, FinishReason::kStop);
+  EXPECT_EQ(s->completion_ids.size(), 7u);
+}
+
+TEST_F(EngineTest, LimitsGiveClearErrors) {
+  EngineOptions options;
+  options.max_prompt_tokens = 8;
+  options.max_tokens_limit = 16;
+  options.max_waiting = 64;
+  auto engine = LaneEngine::Start(options, &model_, &sampler_, nullptr, nullptr);
+  ASSERT_TRUE(engine.ok());
+  auto sink = std::make_shared<CollectingSink>();
+  EngineRequest r = MakeRequest(0, 0, true);
+  r.prompt_ids.clear();
+  EXPECT_TRUE(absl::IsInvalidArgument((*engine)->Submit(r, sink)));
+  r = MakeRequest(0, 0, true);
+  r.prompt_ids.push_back(kVocab);
+  EXPECT_TRUE(absl::IsInvalidArgument((*engine)->Submit(r, sink)));
+  r = MakeRequest(9, 0, true);  // 14 prompt tokens
+  absl::Status long_prompt = (*engine)->Submit(r, sink);
+  EXPECT_TRUE(absl::IsResourceExhausted(long_prompt));
+  EXPECT_NE(long_prompt.message().find("limit is 8"), std::string::npos) << long_prompt;
+  r = MakeRequest(0, 0, true);
+  r.max_tokens = 17;
+  EXPECT_TRUE(absl::IsInvalidArgument((*engine)->Submit(r, sink)));
+}
+
+TEST_F(EngineTest, ContextLimitEndsWithContext) {
+  ToyVerifier small(kVocab, 20, kEos);
+  EngineOptions options;
+  options.draft_timeout = absl::Seconds(5);
+  auto engine = LaneEngine::Start(options, &small, &sampler_, &channel_, nullptr);
+  ASSERT_TRUE(engine.ok());
+  EngineRequest r = MakeRequest(0, 0, true);
+  r.ignore_eos = true;
+  auto out = RunAll(**engine, {r});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].finish_reason, FinishReason::kContext);
+  EXPECT_EQ(out[0].prompt_tokens + static_cast<int>(out[0].completion_ids.size()), 21);
+}
+
+TEST(ProposalBoxTest, StaleAndOutOfOrderAnswersAreNeverApplied) {
+  ProposalBox box;
+  box.Put(7, 3, std::vector<uint32_t>{1, 2});
+  box.Put(7, 2, std::vector<uint32_t>{9, 9});  // older round after a newer one: dropped
+  EXPECT_EQ(box.stale_dropped(), 1);
+  auto ahead = box.Await(7, 2, absl::Now());
+  EXPECT_FALSE(ahead.ok());
+  auto got = box.Await(7, 3, absl::Now());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, (std::vector<uint32_t>{1, 2}));
+  EXPECT_TRUE(
+      absl::IsDeadlineExceeded(box.Await(7, 4, absl::Now() + absl::Milliseconds(5)).status()));
+  box.Fail(absl::UnavailableError("gone"));
+  EXPECT_TRUE(absl::IsUnavailable(box.Await(7, 4, absl::InfiniteFuture()).status()));
+}
+
+}  // namespace
+}  // namespace twinspan::engine
