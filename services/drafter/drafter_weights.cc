@@ -1,0 +1,128 @@
+#include "services/drafter/drafter_weights.h"
+
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "services/target/weight_loader.h"
+
+namespace twinspan::drafter {
+namespace {
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  return "[" + absl::StrJoin(shape, ", ") + "]";
+}
+
+// The float tensor `name` with exactly `shape`.
+absl::StatusOr<std::vector<float>> LoadExact(const Checkpoint& checkpoint, const std::string& name,
+                                             const std::vector<int64_t>& shape) {
+  ABSL_ASSIGN_OR_RETURN(const TensorView view, checkpoint.Get(name));
+  if (view.shape != shape) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: tensor %s has shape %s, expected %s",
+                                                      checkpoint.path(), name,
+                                                      ShapeString(view.shape), ShapeString(shape)));
+  }
+  return ToFloat(view);
+}
+
+absl::StatusOr<DynamicConvWeights> LoadConv(const Checkpoint& checkpoint, const std::string& prefix,
+                                            const DrafterConfig& config) {
+  DynamicConvWeights conv;
+  const int64_t kc = config.conv_kernel_size, h = config.hidden_size;
+  ABSL_ASSIGN_OR_RETURN(conv.base_kernel,
+                        LoadExact(checkpoint, prefix + ".base_kernel", {2, kc, h}));
+  ABSL_ASSIGN_OR_RETURN(conv.projection,
+                        target::LoadLinear(checkpoint, prefix + ".kernel_projection",
+                                           2 * kc * config.conv_groups(), h));
+  return conv;
+}
+
+absl::StatusOr<DrafterLayerWeights> LoadLayer(const Checkpoint& checkpoint, int64_t index,
+                                              const DrafterConfig& config) {
+  const std::string p = absl::StrFormat("layers.%d.", index);
+  const int64_t h = config.hidden_size, d = config.head_dim, i = config.intermediate_size;
+  DrafterLayerWeights layer;
+  ABSL_ASSIGN_OR_RETURN(layer.input_norm, LoadExact(checkpoint, p + "input_layernorm.weight", {h}));
+  ABSL_ASSIGN_OR_RETURN(layer.post_attention_norm,
+                        LoadExact(checkpoint, p + "post_attention_layernorm.weight", {h}));
+  ABSL_ASSIGN_OR_RETURN(layer.q_norm, LoadExact(checkpoint, p + "self_attn.q_norm.weight", {d}));
+  ABSL_ASSIGN_OR_RETURN(layer.k_norm, LoadExact(checkpoint, p + "self_attn.k_norm.weight", {d}));
+  ABSL_ASSIGN_OR_RETURN(layer.q_proj, target::LoadLinear(checkpoint, p + "self_attn.q_proj",
+                                                         config.num_heads * d, h));
+  ABSL_ASSIGN_OR_RETURN(layer.k_proj, target::LoadLinear(checkpoint, p + "self_attn.k_proj",
+                                                         config.num_kv_heads * d, h));
+  ABSL_ASSIGN_OR_RETURN(layer.v_proj, target::LoadLinear(checkpoint, p + "self_attn.v_proj",
+                                                         config.num_kv_heads * d, h));
+  ABSL_ASSIGN_OR_RETURN(layer.o_proj, target::LoadLinear(checkpoint, p + "self_attn.o_proj", h,
+                                                         config.num_heads * d));
+  ABSL_ASSIGN_OR_RETURN(layer.gate_proj, target::LoadLinear(checkpoint, p + "mlp.gate_proj", i, h));
+  ABSL_ASSIGN_OR_RETURN(layer.up_proj, target::LoadLinear(checkpoint, p + "mlp.up_proj", i, h));
+  ABSL_ASSIGN_OR_RETURN(layer.down_proj, target::LoadLinear(checkpoint, p + "mlp.down_proj", h, i));
+  if (config.kind == DrafterKind::kDFlash2) {
+    ABSL_ASSIGN_OR_RETURN(layer.attention_conv, LoadConv(checkpoint, p + "attention_conv", config));
+    ABSL_ASSIGN_OR_RETURN(layer.mlp_conv, LoadConv(checkpoint, p + "mlp_conv", config));
+  }
+  return layer;
+}
+
+// Published without a `.weight` suffix; z-lab's loader maps it, so accept both.
+absl::StatusOr<Codebook> LoadCodebook(const Checkpoint& checkpoint, const std::string& name,
+                                      const DrafterConfig& config) {
+  const TensorView* view = checkpoint.Find(name);
+  if (view == nullptr) view = checkpoint.Find(name + ".weight");
+  if (view == nullptr) {
+    return absl::NotFoundError(
+        absl::StrFormat("%s: no tensor %s (nor %s.weight)", checkpoint.path(), name, name));
+  }
+  const std::vector<int64_t> want = {config.vocab_size, config.selector_rank};
+  if (view->shape != want) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: tensor %s has shape %s, expected %s",
+                                                      checkpoint.path(), view->name,
+                                                      ShapeString(view->shape), ShapeString(want)));
+  }
+  Codebook book{.rows = config.vocab_size, .rank = config.selector_rank};
+  if (view->dtype == DType::kBF16) {
+    book.type = cpu::CodebookType::kBF16;
+    book.bytes.resize(view->nbytes);
+    std::memcpy(book.bytes.data(), view->data, view->nbytes);
+    return book;
+  }
+  ABSL_ASSIGN_OR_RETURN(const std::vector<float> values, ToFloat(*view));
+  book.type = cpu::CodebookType::kF32;
+  book.bytes.resize(values.size() * sizeof(float));
+  std::memcpy(book.bytes.data(), values.data(), book.bytes.size());
+  return book;
+}
+
+}  // namespace
+
+absl::StatusOr<DrafterWeights> LoadDrafterWeights(const Checkpoint& checkpoint,
+                                                  const DrafterConfig& config) {
+  DrafterWeights w;
+  const int64_t h = config.hidden_size;
+  ABSL_ASSIGN_OR_RETURN(w.fc, target::LoadLinear(checkpoint, "fc", h, config.num_taps() * h));
+  ABSL_ASSIGN_OR_RETURN(w.hidden_norm, LoadExact(checkpoint, "hidden_norm.weight", {h}));
+  ABSL_ASSIGN_OR_RETURN(w.norm, LoadExact(checkpoint, "norm.weight", {h}));
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    ABSL_ASSIGN_OR_RETURN(DrafterLayerWeights layer, LoadLayer(checkpoint, i, config));
+    w.layers.push_back(std::move(layer));
+  }
+  if (config.kind == DrafterKind::kDFlash2) {
+    SelectorWeights selector;
+    ABSL_ASSIGN_OR_RETURN(selector.hidden_projection,
+                          target::LoadLinear(checkpoint, "candidate_selector.hidden_projection",
+                                             config.selector_rank, h));
+    ABSL_ASSIGN_OR_RETURN(
+        selector.predecessor,
+        LoadCodebook(checkpoint, "candidate_selector.predecessor_codebook", config));
+    ABSL_ASSIGN_OR_RETURN(
+        selector.successor,
+        LoadCodebook(checkpoint, "candidate_selector.successor_codebook", config));
+    w.selector = std::move(selector);
+  }
+  return w;
+}
+
+}  // namespace twinspan::drafter

@@ -1,0 +1,7 @@
+# Drafter golden tests against z-lab/dflash reference outputs (golden/README.md sections 7 and 8).
+if(TARGET twinspan_drafter)
+  twinspan_test(drafter_golden_test
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/drafter/dflash2_forward_golden_test.cc
+    LIBS twinspan_drafter twinspan_safetensors
+    LABELS golden)
+endif()
