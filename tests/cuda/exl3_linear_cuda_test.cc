@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "common/exl3/plan.h"
 #include "common/safetensors/half.h"
 #include "common/safetensors/safetensors_file.h"
 #include "gtest/gtest.h"
@@ -236,13 +237,14 @@ const char* CbName(Exl3Codebook cb) {
   return cb == Exl3Codebook::k3inst ? "3inst" : (cb == Exl3Codebook::kMcg ? "mcg" : "mul1");
 }
 
-// Plans (k_splits, warps) the kernel must handle; the real one comes from exl3 plan().
-std::vector<std::pair<int, int>> PlansFor(int64_t k) {
-  std::vector<std::pair<int, int>> out;
+// exl3 plan(k, n) first, then other plans the kernel must handle as well.
+std::vector<std::pair<int, int>> PlansFor(int64_t k, int64_t n) {
+  const exl3::Plan official = exl3::plan(k, n);
+  std::vector<std::pair<int, int>> out = {{official.k_splits, official.warps}};
   const int64_t kt = k / 16;
   for (auto [sk, wk] :
        std::vector<std::pair<int, int>>{{1, 8}, {1, 4}, {2, 4}, {4, 2}, {1, 1}, {8, 1}})
-    if (kt % (sk * wk) == 0) out.push_back({sk, wk});
+    if (kt % (sk * wk) == 0 && std::pair{sk, wk} != out[0]) out.push_back({sk, wk});
   return out;
 }
 
@@ -282,7 +284,7 @@ TEST(Exl3LinearCuda, MatchesExllamav3GoldenReference) {
         }
         auto yref = ToFloat(*(*file)->Find(key + "y_ref_fp32"));
         ASSERT_TRUE(yref.ok());
-        for (auto [sk, wk] : PlansFor(h.k)) {
+        for (auto [sk, wk] : PlansFor(h.k, h.n)) {
           DeviceWeight d = ToDevice(h, sk, wk);
           const std::vector<float> y = RunOnce(d.view, *xf, rows);
           const double err = RelFro(y, *yref);
@@ -302,7 +304,7 @@ TEST(Exl3LinearCuda, MatchesDenseReferenceOnRandomTrellisAllCodebooksAndWidths) 
       const HostWeight h = RandomWeight(512, 384, K, cb, 100 + K * 7 + static_cast<int>(cb));
       const std::vector<float> x = RandomRows(5, h.k, 7 + K);
       const std::vector<float> want = DenseReference(h, x, 5);
-      for (auto [sk, wk] : PlansFor(h.k)) {
+      for (auto [sk, wk] : PlansFor(h.k, h.n)) {
         DeviceWeight d = ToDevice(h, sk, wk);
         const double err = RelFro(RunOnce(d.view, x, 5), want);
         EXPECT_LE(err, 1e-4) << CbName(cb) << " K" << K << " plan (" << sk << "," << wk << ")";

@@ -1,0 +1,9 @@
+# GPU tools: the benchmark of the CUDA backend (tools/gpu/). Built with the CUDA backend only.
+if(TARGET twinspan_cuda AND TARGET twinspan_exl3)
+  add_library(twinspan_gpu_synthetic STATIC ${CMAKE_CURRENT_LIST_DIR}/gpu/synthetic.cu)
+  target_link_libraries(twinspan_gpu_synthetic PUBLIC CUDA::cudart)
+  twinspan_cuda_target(twinspan_gpu_synthetic)
+  add_executable(twinspan_gpu_bench ${CMAKE_CURRENT_LIST_DIR}/gpu/gpu_bench.cc)
+  target_link_libraries(twinspan_gpu_bench PRIVATE twinspan_cuda twinspan_exl3 twinspan_gpu_synthetic
+    CLI11::CLI11 nlohmann_json::nlohmann_json)
+endif()

@@ -1,0 +1,431 @@
+// twinspan_gpu_bench: the CUDA backend against the H200's limit, in one run. Measures copy
+// bandwidth, the EXL3 linear at the Qwen3.8-27B shapes (K = 2..6, rows 1/8/16/64), the 401 linears
+// of one forward as one CUDA graph, and the head full / two-span / 384-tail, on synthetic random
+// trellis made on the GPU. Each number is a median of CUDA-event times of calls queued back to back
+// behind a spin kernel, with weight copies rotating over >= 256 MB so every call reads HBM
+// (anchor-perf.md's method); exllamav3's numbers from anchor-perf.md are printed beside ours.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "common/exl3/plan.h"
+#include "common/status.h"
+#include "kernels/cuda/exl3_linear.cuh"
+#include "nlohmann/json.hpp"
+#include "tools/gpu/anchor_exllamav3.h"
+#include "tools/gpu/synthetic.cuh"
+
+namespace twinspan::gpu {
+namespace {
+
+#define BENCH_CUDA(expr)                                                     \
+  do {                                                                       \
+    const cudaError_t bench_err_ = (expr);                                   \
+    if (bench_err_ != cudaSuccess)                                           \
+      return absl::InternalError(                                            \
+          absl::StrFormat("%s: %s", #expr, cudaGetErrorString(bench_err_))); \
+  } while (false)
+
+struct Stats {
+  double median_us = 0, p10_us = 0, p90_us = 0;
+};
+
+Stats Summarize(std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  auto at = [&](double q) { return us[static_cast<size_t>(q * (us.size() - 1) + 0.5)]; };
+  return {at(0.5), at(0.1), at(0.9)};
+}
+
+struct Linear27B {
+  const char* name;
+  int64_t k, n;
+  int per_forward;
+};
+
+// The 27B's EXL3 linears (EXL3 orientation k = in, n = out) and how many one forward runs.
+constexpr Linear27B kLinears[] = {
+    {"attn q_proj", 5120, 12288, 16},
+    {"attn k_proj / v_proj", 5120, 1024, 32},
+    {"attn o_proj / GDN out_proj", 6144, 5120, 64},
+    {"MLP gate_proj / up_proj", 5120, 17408, 128},
+    {"MLP down_proj", 17408, 5120, 64},
+    {"GDN in_proj_qkv", 5120, 10240, 48},
+    {"GDN in_proj_z", 5120, 6144, 48},
+    {"lm_head", 5120, 248320, 1},
+};
+
+int64_t TrellisBytes(int64_t k, int64_t n, int bits) { return k * n * bits / 8; }
+
+class Bench {
+ public:
+  absl::Status Init(int reps) {
+    reps_ = reps;
+    BENCH_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    int khz = 0;
+    BENCH_CUDA(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+    spin_cycles_ = static_cast<int64_t>(khz) * 4;  // ~4 ms at the reported clock.
+    cudaDeviceProp prop{};
+    BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
+    device_ = prop.name;
+    sms_ = prop.multiProcessorCount;
+    // Inputs: 64 rows of the widest k; outputs: 64 rows of the head; one workspace for all.
+    BENCH_CUDA(cudaMalloc(&x_, sizeof(float) * 64 * 17408));
+    BENCH_CUDA(cudaMalloc(&y_, sizeof(float) * 64 * 248320));
+    BENCH_CUDA(cudaMalloc(&packed_, sizeof(float) * 64 * 248320));
+    BENCH_CUDA(FillRandomNormal(x_, 64 * 17408, 1, stream_));
+    workspace_bytes_ = 256 << 20;
+    BENCH_CUDA(cudaMalloc(&workspace_, workspace_bytes_));
+    BENCH_CUDA(cudaMemsetAsync(workspace_, 0, workspace_bytes_, stream_));
+    BENCH_CUDA(cudaMalloc(&scales_, sizeof(uint16_t) * 2 * 248320));
+    BENCH_CUDA(FillRandomScales(scales_, 2 * 248320, 2, stream_));
+    return absl::OkStatus();
+  }
+
+  // Times `call(i)` reps times after `warmup` calls, back to back behind a spin kernel.
+  absl::StatusOr<Stats> Time(const std::function<absl::Status(int)>& call, int warmup, int reps) {
+    for (int i = 0; i < warmup; ++i) ABSL_RETURN_IF_ERROR(call(i));
+    std::vector<cudaEvent_t> ev(2 * reps);
+    for (auto& e : ev) BENCH_CUDA(cudaEventCreate(&e));
+    BENCH_CUDA(Spin(spin_cycles_, stream_));
+    for (int i = 0; i < reps; ++i) {
+      BENCH_CUDA(cudaEventRecord(ev[2 * i], stream_));
+      ABSL_RETURN_IF_ERROR(call(warmup + i));
+      BENCH_CUDA(cudaEventRecord(ev[2 * i + 1], stream_));
+    }
+    BENCH_CUDA(cudaStreamSynchronize(stream_));
+    std::vector<double> us(reps);
+    for (int i = 0; i < reps; ++i) {
+      float ms = 0;
+      BENCH_CUDA(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
+      us[i] = ms * 1000.0;
+    }
+    for (auto& e : ev) BENCH_CUDA(cudaEventDestroy(e));
+    return Summarize(us);
+  }
+
+  absl::Status Copy() {
+    const size_t bytes = size_t{4} << 30;
+    void *a = nullptr, *b = nullptr;
+    BENCH_CUDA(cudaMalloc(&a, bytes));
+    BENCH_CUDA(cudaMalloc(&b, bytes));
+    BENCH_CUDA(FillRandomNormal(static_cast<float*>(a), bytes / 4, 3, stream_));
+    ABSL_ASSIGN_OR_RETURN(
+        Stats s, Time(
+                     [&](int) -> absl::Status {
+                       BENCH_CUDA(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream_));
+                       return absl::OkStatus();
+                     },
+                     3, 25));
+    copy_gbs_ = 2.0 * bytes / (s.median_us * 1e3);
+    std::printf(
+        "copy 4 GiB d2d: %.1f us median (p10 %.1f, p90 %.1f) = %.0f GB/s read+write "
+        "(anchor %.0f)\n\n",
+        s.median_us, s.p10_us, s.p90_us, copy_gbs_, kAnchorCopyGBs);
+    json_["copy"] = {{"bytes", bytes}, {"median_us", s.median_us}, {"gbs", copy_gbs_}};
+    BENCH_CUDA(cudaFree(a));
+    BENCH_CUDA(cudaFree(b));
+    return absl::OkStatus();
+  }
+
+  cuda::Exl3DeviceWeight MakeWeight(const uint16_t* trellis, int64_t k, int64_t n, int bits) {
+    cuda::Exl3DeviceWeight w;
+    w.trellis = trellis;
+    w.tile_row_stride = n / 16 * 16 * bits;
+    w.suh = reinterpret_cast<const __half*>(scales_);
+    w.svh = reinterpret_cast<const __half*>(scales_ + 248320);
+    w.k = k;
+    w.n = n;
+    w.bits = bits;
+    w.codebook = cuda::Exl3Codebook::kMul1;
+    const exl3::Plan p = exl3::plan(k, n);
+    w.k_splits = p.k_splits;
+    w.warps = p.warps;
+    return w;
+  }
+
+  absl::Status Run(const cuda::Exl3DeviceWeight& w, int rows, float* y) {
+    cuda::Context ctx{stream_, workspace_, workspace_bytes_};
+    return cuda::Exl3Linear(ctx, x_, w.k, rows, w, y, w.n);
+  }
+
+  // Copies of one weight rotating over >= 256 MB (at least 2), carved from one random pool.
+  absl::StatusOr<std::vector<cuda::Exl3DeviceWeight>> Copies(int64_t k, int64_t n, int bits) {
+    const int64_t bytes = TrellisBytes(k, n, bits);
+    const int64_t copies = std::max<int64_t>(2, (int64_t{256} << 20) / bytes + 1);
+    if (pool_bytes_ < copies * bytes) {
+      if (pool_) BENCH_CUDA(cudaFree(pool_));
+      pool_bytes_ = copies * bytes;
+      BENCH_CUDA(cudaMalloc(&pool_, pool_bytes_));
+      BENCH_CUDA(FillRandomWords(static_cast<uint16_t*>(pool_), pool_bytes_ / 2, 4, stream_));
+    }
+    std::vector<cuda::Exl3DeviceWeight> out;
+    for (int64_t c = 0; c < copies; ++c)
+      out.push_back(MakeWeight(static_cast<const uint16_t*>(pool_) + c * bytes / 2, k, n, bits));
+    return out;
+  }
+
+  absl::Status Linears(const std::vector<int>& bits_list) {
+    std::printf(
+        "EXL3 linear, mul1, plan() from common/exl3. Cell: our us / exllamav3 us, GB/s, %% of "
+        "copy bandwidth\n");
+    std::printf("%-28s %-13s %2s %7s %-7s |", "linear", "k x n", "K", "MiB", "plan");
+    for (int m : kAnchorRows) std::printf(" %-31s|", absl::StrFormat("m = %d", m).c_str());
+    std::printf("\n");
+    for (const Linear27B& l : kLinears)
+      for (int bits : bits_list) {
+        ABSL_ASSIGN_OR_RETURN(auto copies, Copies(l.k, l.n, bits));
+        const int64_t bytes = TrellisBytes(l.k, l.n, bits);
+        const exl3::Plan p = exl3::plan(l.k, l.n);
+        std::printf("%-28s %-13s %2d %7.1f (%2d,%d)  |", l.name,
+                    absl::StrFormat("%dx%d", l.k, l.n).c_str(), bits, bytes / 1048576.0, p.k_splits,
+                    p.warps);
+        const AnchorTime* anchor = nullptr;
+        for (const AnchorTime& a : kAnchorTimes)
+          if (a.k == l.k && a.n == l.n && a.bits == bits) anchor = &a;
+        for (int mi = 0; mi < 4; ++mi) {
+          const int m = kAnchorRows[mi];
+          ABSL_ASSIGN_OR_RETURN(
+              Stats s,
+              Time([&](int i) { return Run(copies[i % copies.size()], m, y_); }, 3, reps_));
+          const double gbs = bytes / (s.median_us * 1e3);
+          const double ref = anchor ? anchor->us[mi] : 0;
+          std::printf(" %7.1f/%6.1f %5.0f %3.0f%%  |", s.median_us, ref, gbs,
+                      100 * gbs / copy_gbs_);
+          std::fflush(stdout);
+          json_["linears"].push_back({{"name", l.name},
+                                      {"k", l.k},
+                                      {"n", l.n},
+                                      {"bits", bits},
+                                      {"rows", m},
+                                      {"median_us", s.median_us},
+                                      {"p10_us", s.p10_us},
+                                      {"p90_us", s.p90_us},
+                                      {"gbs", gbs},
+                                      {"exllamav3_us", ref},
+                                      {"k_splits", p.k_splits},
+                                      {"warps", p.warps}});
+        }
+        std::printf("\n");
+      }
+    std::printf("\n");
+    return absl::OkStatus();
+  }
+
+  // All 401 linears of one forward, distinct weights, captured as one CUDA graph per row count.
+  absl::Status Forward(int body_bits, int head_bits) {
+    std::vector<std::pair<int64_t, int64_t>> shapes;
+    for (int layer = 0; layer < 64; ++layer) {
+      if (layer % 4 == 3) {  // Gated attention every fourth layer.
+        for (auto s :
+             {std::pair<int64_t, int64_t>{5120, 12288}, {5120, 1024}, {5120, 1024}, {6144, 5120}})
+          shapes.push_back(s);
+      } else {
+        for (auto s : {std::pair<int64_t, int64_t>{5120, 10240}, {5120, 6144}, {6144, 5120}})
+          shapes.push_back(s);
+      }
+      for (auto s : {std::pair<int64_t, int64_t>{5120, 17408}, {5120, 17408}, {17408, 5120}})
+        shapes.push_back(s);
+    }
+    int64_t total = 0;
+    std::vector<int64_t> offsets;
+    for (size_t i = 0; i <= shapes.size(); ++i) {
+      const bool head = i == shapes.size();
+      const int64_t k = head ? 5120 : shapes[i].first, n = head ? 248320 : shapes[i].second;
+      offsets.push_back(total);
+      total += TrellisBytes(k, n, head ? head_bits : body_bits);
+    }
+    void* weights = nullptr;
+    BENCH_CUDA(cudaMalloc(&weights, total));
+    BENCH_CUDA(FillRandomWords(static_cast<uint16_t*>(weights), total / 2, 5, stream_));
+    std::vector<cuda::Exl3DeviceWeight> ws;
+    for (size_t i = 0; i <= shapes.size(); ++i) {
+      const bool head = i == shapes.size();
+      ws.push_back(
+          MakeWeight(reinterpret_cast<const uint16_t*>(static_cast<char*>(weights) + offsets[i]),
+                     head ? 5120 : shapes[i].first, head ? 248320 : shapes[i].second,
+                     head ? head_bits : body_bits));
+    }
+    std::printf(
+        "Forward: %zu EXL3 linears, K = %d body + %d-bit head, %.2f GB of trellis, one CUDA "
+        "graph; floor at copy bandwidth %.3f ms\n",
+        ws.size(), body_bits, head_bits, total / 1e9, total / (copy_gbs_ * 1e6));
+    double one_row = 0;
+    for (int m : {1, 8, 16, 64}) {
+      for (const auto& w : ws) ABSL_RETURN_IF_ERROR(Run(w, m, y_));  // Warm (sets attributes).
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      BENCH_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+      for (const auto& w : ws) ABSL_RETURN_IF_ERROR(Run(w, m, y_));
+      BENCH_CUDA(cudaStreamEndCapture(stream_, &graph));
+      BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+      ABSL_ASSIGN_OR_RETURN(Stats s, Time(
+                                         [&](int) -> absl::Status {
+                                           BENCH_CUDA(cudaGraphLaunch(exec, stream_));
+                                           return absl::OkStatus();
+                                         },
+                                         2, 20));
+      if (m == 1) one_row = s.median_us;
+      const double gbs = total / (s.median_us * 1e3);
+      const double anchor = m == 1 ? kAnchorStackMs1Row : (m == 16 ? kAnchorStackMs16Rows : 0);
+      std::printf(
+          "  rows %2d: %.3f ms median (p10 %.3f, p90 %.3f), %.0f GB/s = %.1f%% of copy, "
+          "%.2fx the 1-row time; exllamav3 stack %.2f ms\n",
+          m, s.median_us / 1e3, s.p10_us / 1e3, s.p90_us / 1e3, gbs, 100 * gbs / copy_gbs_,
+          s.median_us / one_row, anchor);
+      json_["forward"].push_back({{"rows", m},
+                                  {"body_bits", body_bits},
+                                  {"head_bits", head_bits},
+                                  {"bytes", total},
+                                  {"median_us", s.median_us},
+                                  {"gbs", gbs},
+                                  {"exllamav3_ms", anchor}});
+      BENCH_CUDA(cudaGraphExecDestroy(exec));
+      BENCH_CUDA(cudaGraphDestroy(graph));
+    }
+    std::printf("\n");
+    BENCH_CUDA(cudaStreamSynchronize(stream_));
+    BENCH_CUDA(cudaFree(weights));
+    return absl::OkStatus();
+  }
+
+  // The head at K = 6: full, two-span (A = [0, 98304) + the last 64 blocks), A + the 384-column
+  // tail; views keep the full head's plan. Span logits are packed with one 2-D copy per span.
+  absl::Status Head(int bits) {
+    constexpr int64_t k = 5120, n = 248320, tail_begin = 248032;
+    ABSL_ASSIGN_OR_RETURN(auto copies, Copies(k, n, bits));
+    auto view = [&](const cuda::Exl3DeviceWeight& full, int64_t first_block, int64_t blocks) {
+      cuda::Exl3DeviceWeight v = full;
+      v.trellis += first_block * 8 * 16 * bits;
+      v.svh += first_block * 128;
+      v.n = blocks * 128;
+      return v;
+    };
+    struct Mode {
+      const char* name;
+      std::vector<std::pair<int64_t, int64_t>> views;  // (first block, blocks)
+      const double* anchor;
+    };
+    const Mode modes[] = {
+        {"full", {{0, 1940}}, kAnchorHeadFull},
+        {"two-span (A + 64-block tail)", {{0, 768}, {1876, 64}}, kAnchorHeadTwoSpan},
+        {"A + 384-column tail", {{0, 768}, {1937, 3}}, kAnchorHeadTail384},
+    };
+    std::printf("Head K = %d (5120 x 248320), span logits packed by one 2-D copy per span\n", bits);
+    double full_us[2] = {0, 0};
+    for (int ri = 0; ri < 2; ++ri) {
+      const int m = ri == 0 ? 1 : 16;
+      for (const Mode& mode : modes) {
+        int64_t bytes = 0;
+        for (auto [f, b] : mode.views) bytes += TrellisBytes(k, b * 128, bits);
+        ABSL_ASSIGN_OR_RETURN(
+            Stats s, Time(
+                         [&](int i) -> absl::Status {
+                           const auto& full = copies[i % copies.size()];
+                           if (mode.views.size() == 1) return Run(full, m, y_);
+                           int64_t packed_col = 0, y_off = 0;
+                           for (auto [f, b] : mode.views) {
+                             const cuda::Exl3DeviceWeight v = view(full, f, b);
+                             ABSL_RETURN_IF_ERROR(Run(v, m, y_ + y_off));
+                             // Span [98304 is A's end) or the tail from 248032: the kept columns of
+                             // this view.
+                             const int64_t begin = f == 0 ? 0 : tail_begin - f * 128;
+                             const int64_t keep = f == 0 ? 98304 : n - tail_begin;
+                             BENCH_CUDA(cudaMemcpy2DAsync(packed_ + packed_col,
+                                                          sizeof(float) * 98592, y_ + y_off + begin,
+                                                          sizeof(float) * v.n, sizeof(float) * keep,
+                                                          m, cudaMemcpyDeviceToDevice, stream_));
+                             packed_col += keep;
+                             y_off += m * v.n;
+                           }
+                           return absl::OkStatus();
+                         },
+                         3, reps_));
+        if (mode.views.size() == 1) full_us[ri] = s.median_us;
+        const double gbs = bytes / (s.median_us * 1e3);
+        std::printf(
+            "  rows %2d %-30s %8.1f us (exllamav3 %6.1f), %6.1f MB, %5.0f GB/s = %3.0f%% "
+            "of copy, %.2f of full\n",
+            m, mode.name, s.median_us, mode.anchor[ri], bytes / 1e6, gbs, 100 * gbs / copy_gbs_,
+            s.median_us / full_us[ri]);
+        json_["head"].push_back({{"rows", m},
+                                 {"mode", mode.name},
+                                 {"median_us", s.median_us},
+                                 {"bytes", bytes},
+                                 {"exllamav3_us", mode.anchor[ri]},
+                                 {"of_full", s.median_us / full_us[ri]}});
+      }
+    }
+    std::printf("\n");
+    return absl::OkStatus();
+  }
+
+  nlohmann::json& json() { return json_; }
+  const std::string& device() const { return device_; }
+  int sms() const { return sms_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  int reps_ = 30;
+  int64_t spin_cycles_ = 0;
+  std::string device_;
+  int sms_ = 0;
+  float* x_ = nullptr;
+  float* y_ = nullptr;
+  float* packed_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  uint16_t* scales_ = nullptr;
+  void* pool_ = nullptr;
+  int64_t pool_bytes_ = 0;
+  double copy_gbs_ = kAnchorCopyGBs;
+  nlohmann::json json_;
+};
+
+absl::Status Main(const std::string& json_path, const std::string& sections,
+                  const std::vector<int>& bits, int reps) {
+  Bench bench;
+  ABSL_RETURN_IF_ERROR(bench.Init(reps));
+  std::printf("device: %s, %d SMs\n", bench.device().c_str(), bench.sms());
+  bench.json()["device"] = bench.device();
+  ABSL_RETURN_IF_ERROR(bench.Copy());
+  auto has = [&](const char* s) { return sections.find(s) != std::string::npos; };
+  if (has("head")) ABSL_RETURN_IF_ERROR(bench.Head(6));
+  if (has("forward")) ABSL_RETURN_IF_ERROR(bench.Forward(4, 6));
+  if (has("linears")) ABSL_RETURN_IF_ERROR(bench.Linears(bits));
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    f << bench.json().dump(1) << "\n";
+    if (!f) return absl::InternalError("cannot write " + json_path);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace twinspan::gpu
+
+int main(int argc, char** argv) {
+  CLI::App app{"Twinspan CUDA backend benchmark against the H200's copy bandwidth"};
+  std::string json, sections = "head,forward,linears";
+  std::vector<int> bits = {2, 3, 4, 5, 6};
+  int reps = 30;
+  app.add_option("--json", json, "write every number here");
+  app.add_option("--sections", sections, "comma list of head, forward, linears");
+  app.add_option("--bits", bits, "K values of the per-linear table")->check(CLI::Range(1, 8));
+  app.add_option("--reps", reps, "timed calls per cell (median)")->check(CLI::Range(5, 1000));
+  CLI11_PARSE(app, argc, argv);
+  const absl::Status s = twinspan::gpu::Main(json, sections, bits, reps);
+  if (!s.ok()) {
+    std::fprintf(stderr, "twinspan_gpu_bench: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
