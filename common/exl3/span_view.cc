@@ -9,9 +9,19 @@
 
 namespace twinspan::exl3 {
 
+BlockRange SpanBlocks(ColumnSpan span, int64_t n_columns) {
+  const int64_t total = n_columns / kHadamardSize;
+  BlockRange range{span.begin / kHadamardSize, (span.end + kHadamardSize - 1) / kHadamardSize};
+  const int64_t wanted = std::min(kWideBlocks, total);
+  if (range.last - range.first < wanted) {
+    range.last = std::min(total, range.first + wanted);
+    range.first = range.last - wanted;
+  }
+  return range;
+}
+
 absl::StatusOr<std::vector<SpanView>> MakeSpanViews(const Weight& head,
                                                     std::span<const ColumnSpan> spans) {
-  const int64_t total_blocks = head.n() / kHadamardSize;
   std::vector<SpanView> views;
   for (const ColumnSpan& span : spans) {
     if (span.begin < 0 || span.begin >= span.end || span.end > head.n()) {
@@ -19,15 +29,9 @@ absl::StatusOr<std::vector<SpanView>> MakeSpanViews(const Weight& head,
           absl::StrCat("EXL3 head \"", head.name(), "\": span [", span.begin, ", ", span.end,
                        ") is empty or outside its ", head.n(), " columns"));
     }
-    int64_t first = span.begin / kHadamardSize;
-    int64_t last = (span.end + kHadamardSize - 1) / kHadamardSize;  // Exclusive.
-    const int64_t wanted = std::min(kWideBlocks, total_blocks);
-    if (last - first < wanted) {
-      last = std::min(total_blocks, first + wanted);
-      first = last - wanted;
-    }
-    ABSL_ASSIGN_OR_RETURN(Weight view,
-                          head.columns(first * kHadamardSize, (last - first) * kHadamardSize));
+    const BlockRange blocks = SpanBlocks(span, head.n());
+    ABSL_ASSIGN_OR_RETURN(Weight view, head.columns(blocks.first * kHadamardSize,
+                                                    (blocks.last - blocks.first) * kHadamardSize));
     // columns() is relative to `head`; keep spans in the same coordinates as first_column().
     views.push_back(
         {std::move(view), {span.begin + head.first_column(), span.end + head.first_column()}});

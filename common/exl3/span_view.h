@@ -28,10 +28,19 @@ struct SpanView {
   int64_t size() const { return span.end - span.begin; }
 };
 
-// One view per span, in span order. A view covers the 128-column blocks the span touches, widened
-// to at least kWideBlocks blocks (towards the end of the matrix first, then towards its start; the
-// whole matrix when it has fewer) so that it plans as the full head does. For the Qwen3.8-27B
-// tail span [248032, 248320) that is the last 64 blocks, from column 240128, dropping 7904.
+// The 128-column blocks [first, last) a span's view covers in a matrix of `n_columns` columns:
+// the blocks the span touches, widened to at least kWideBlocks blocks (towards the end of the
+// matrix first, then towards its start; all blocks when there are fewer) so that the view plans
+// as the full matrix does. For the Qwen3.8-27B tail span [248032, 248320) of 248320 columns that
+// is the last 64 blocks, from column 240128. REQUIRES: 0 <= begin < end <= n_columns.
+struct BlockRange {
+  int64_t first = 0;
+  int64_t last = 0;  // Exclusive.
+};
+BlockRange SpanBlocks(ColumnSpan span, int64_t n_columns);
+
+// One view per span, in span order, covering SpanBlocks(span, head.n()); the tail view of the
+// Qwen3.8-27B head drops its first 7904 columns when packing.
 // InvalidArgument naming the span unless 0 <= begin < end <= head.n().
 absl::StatusOr<std::vector<SpanView>> MakeSpanViews(const Weight& head,
                                                     std::span<const ColumnSpan> spans);

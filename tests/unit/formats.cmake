@@ -9,3 +9,12 @@ twinspan_test(formats_config_test
   SOURCES ${FORMATS_UNIT_DIR}/formats_config_test.cc
   LIBS twinspan_config
   LABELS unit asan)
+twinspan_test(formats_exl3_plan_test
+  SOURCES ${FORMATS_UNIT_DIR}/formats_exl3_plan_test.cc
+  LIBS twinspan_exl3
+  LABELS unit asan)
+twinspan_test(formats_exl3_test
+  SOURCES ${FORMATS_UNIT_DIR}/formats_exl3_fixture.cc ${FORMATS_UNIT_DIR}/formats_exl3_weight_test.cc
+          ${FORMATS_UNIT_DIR}/formats_exl3_bad_input_test.cc
+  LIBS twinspan_exl3 twinspan_cpu
+  LABELS unit asan)
