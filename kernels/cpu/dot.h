@@ -1,6 +1,6 @@
 // The one fp32 dot product every row-invariant CPU op uses: its summation order depends on the
 // length only (8 interleaved lanes, a fixed lane tree, then the tail in order), never on how many
-// rows or threads share the call.
+// rows or threads share the call. Lanes are two 4-wide vectors so any x86-64 or ARM64 runs them.
 #ifndef TWINSPAN_KERNELS_CPU_DOT_H_
 #define TWINSPAN_KERNELS_CPU_DOT_H_
 
@@ -9,25 +9,29 @@
 
 namespace twinspan::cpu {
 
-typedef float Float8 __attribute__((vector_size(32)));
+typedef float Float4 __attribute__((vector_size(16)));
 
-inline Float8 LoadFloat8(const float* p) {
-  Float8 v;
+inline Float4 LoadFloat4(const float* p) {
+  Float4 v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
 
-inline float SumLanes(Float8 v) {
-  const float a0 = v[0] + v[4], a1 = v[1] + v[5], a2 = v[2] + v[6], a3 = v[3] + v[7];
-  return (a0 + a2) + (a1 + a3);
+// Lane l of lo holds indices = l (mod 8), lane l of hi indices = l + 4 (mod 8).
+inline float SumLanes(Float4 lo, Float4 hi) {
+  const Float4 a = lo + hi;
+  return (a[0] + a[2]) + (a[1] + a[3]);
 }
 
 // sum_i a[i] * b[i] in the fixed order above.
 inline float Dot(const float* a, const float* b, int64_t n) {
-  Float8 acc = {};
+  Float4 lo = {}, hi = {};
   const int64_t n8 = n - n % 8;
-  for (int64_t i = 0; i < n8; i += 8) acc += LoadFloat8(a + i) * LoadFloat8(b + i);
-  float sum = SumLanes(acc);
+  for (int64_t i = 0; i < n8; i += 8) {
+    lo += LoadFloat4(a + i) * LoadFloat4(b + i);
+    hi += LoadFloat4(a + i + 4) * LoadFloat4(b + i + 4);
+  }
+  float sum = SumLanes(lo, hi);
   for (int64_t i = n8; i < n; ++i) sum += a[i] * b[i];
   return sum;
 }
@@ -35,16 +39,20 @@ inline float Dot(const float* a, const float* b, int64_t n) {
 // Four dot products against one shared `b`; each result equals Dot(a_r, b, n) bit for bit.
 inline void Dot4(const float* a0, const float* a1, const float* a2, const float* a3, const float* b,
                  int64_t n, float out[4]) {
-  Float8 c0 = {}, c1 = {}, c2 = {}, c3 = {};
+  Float4 l0 = {}, h0 = {}, l1 = {}, h1 = {}, l2 = {}, h2 = {}, l3 = {}, h3 = {};
   const int64_t n8 = n - n % 8;
   for (int64_t i = 0; i < n8; i += 8) {
-    const Float8 w = LoadFloat8(b + i);
-    c0 += LoadFloat8(a0 + i) * w;
-    c1 += LoadFloat8(a1 + i) * w;
-    c2 += LoadFloat8(a2 + i) * w;
-    c3 += LoadFloat8(a3 + i) * w;
+    const Float4 wl = LoadFloat4(b + i), wh = LoadFloat4(b + i + 4);
+    l0 += LoadFloat4(a0 + i) * wl;
+    h0 += LoadFloat4(a0 + i + 4) * wh;
+    l1 += LoadFloat4(a1 + i) * wl;
+    h1 += LoadFloat4(a1 + i + 4) * wh;
+    l2 += LoadFloat4(a2 + i) * wl;
+    h2 += LoadFloat4(a2 + i + 4) * wh;
+    l3 += LoadFloat4(a3 + i) * wl;
+    h3 += LoadFloat4(a3 + i + 4) * wh;
   }
-  float s0 = SumLanes(c0), s1 = SumLanes(c1), s2 = SumLanes(c2), s3 = SumLanes(c3);
+  float s0 = SumLanes(l0, h0), s1 = SumLanes(l1, h1), s2 = SumLanes(l2, h2), s3 = SumLanes(l3, h3);
   for (int64_t i = n8; i < n; ++i) {
     s0 += a0[i] * b[i];
     s1 += a1[i] * b[i];

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "kernels/cpu/dot.h"
+#include "kernels/cpu/exl3_linear.h"
 
 namespace twinspan::cpu {
 namespace {
@@ -46,6 +47,14 @@ absl::StatusOr<LinearWeight> LinearWeight::Dense(int64_t out_features, int64_t i
   return w;
 }
 
+LinearWeight LinearWeight::Exl3(exl3::Weight w) {
+  LinearWeight out;
+  out.out_features_ = w.n();
+  out.in_features_ = w.k();
+  out.exl3_ = std::make_shared<const exl3::Weight>(std::move(w));
+  return out;
+}
+
 absl::Status Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
                     const LinearWeight& w, float* y, int64_t y_stride) {
   if (w.empty()) return absl::InvalidArgumentError("Linear: empty weight");
@@ -55,9 +64,16 @@ absl::Status Linear(const Context& ctx, const float* x, int64_t x_stride, int64_
                         x_stride, y_stride, w.out_features(), w.in_features()));
   }
   if (rows == 0) return absl::OkStatus();
+  if (w.is_exl3()) {
+    return Exl3Linear(x, x_stride, rows, *w.exl3(), y, y_stride,
+                      ctx.pool == nullptr ? 1 : ctx.pool->num_threads());
+  }
   const int64_t n = w.out_features();
   const int64_t tasks = (n + kColumnsPerTask - 1) / kColumnsPerTask;
-  ParallelFor(ctx.pool, tasks, 1, [&](int64_t t0, int64_t t1) {
+  // About four tasks per thread balances uneven threads without paying the pool per column.
+  const int64_t threads = ctx.pool == nullptr ? 1 : ctx.pool->num_threads();
+  const int64_t grain = std::max<int64_t>(1, tasks / (4 * threads));
+  ParallelFor(ctx.pool, tasks, grain, [&](int64_t t0, int64_t t1) {
     DenseColumns(x, x_stride, rows, w, y, y_stride, t0 * kColumnsPerTask,
                  std::min(n, t1 * kColumnsPerTask));
   });

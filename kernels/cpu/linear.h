@@ -12,12 +12,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/exl3/weight.h"
 #include "kernels/cpu/context.h"
 
 namespace twinspan::cpu {
 
-// A linear layer's weight: dense fp32 (loaded from bf16/fp16/fp32). Immutable after construction,
-// so any number of threads may use it. Cheap to copy (the data is shared).
+// A linear layer's weight: dense fp32 (loaded from bf16/fp16/fp32) or an EXL3 weight (or column
+// view). Immutable after construction, so any number of threads may use it. Cheap to copy (the
+// data is shared). An EXL3 weight's checkpoint must outlive every copy.
 class LinearWeight {
  public:
   LinearWeight() = default;
@@ -27,17 +29,24 @@ class LinearWeight {
   static absl::StatusOr<LinearWeight> Dense(int64_t out_features, int64_t in_features,
                                             std::vector<float> values);
 
+  // out_features = w.n(), in_features = w.k() (EXL3 stores W as [k, n]).
+  static LinearWeight Exl3(exl3::Weight w);
+
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }
-  bool empty() const { return dense_ == nullptr; }
+  bool empty() const { return dense_ == nullptr && exl3_ == nullptr; }
+  bool is_exl3() const { return exl3_ != nullptr; }
 
-  // Row j of W (the weights of output j), in_features floats.
+  // Row j of W (the weights of output j), in_features floats. REQUIRES: !is_exl3().
   const float* dense_row(int64_t j) const { return dense_->data() + j * in_features_; }
+  // The EXL3 weight, or null for a dense one.
+  const exl3::Weight* exl3() const { return exl3_.get(); }
 
  private:
   int64_t out_features_ = 0;
   int64_t in_features_ = 0;
   std::shared_ptr<const std::vector<float>> dense_;
+  std::shared_ptr<const exl3::Weight> exl3_;
 };
 
 // y[rows, out_features] = x[rows, in_features] @ W^T. `x` and `y` are row-major with row strides

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/safetensors/checkpoint.h"
 #include "kernels/cpu/context.h"
 #include "services/target/target_model.h"
 
@@ -32,6 +33,11 @@ class DecoderModel : public TargetModel {
   absl::Status Commit(SequenceState& state, int64_t n_keep) const override;
   const cpu::EmbeddingTable& embedding() const override { return embedding_; }
   const cpu::LinearWeight& lm_head() const override { return lm_head_; }
+
+  // Holds the checkpoint whose memory map EXL3 weights point into, for the model's lifetime.
+  void KeepAlive(std::shared_ptr<const Checkpoint> checkpoint) {
+    checkpoint_ = std::move(checkpoint);
+  }
 
  protected:
   // final_norm: [hidden] effective weights; lm_head: [vocab, hidden].
@@ -59,6 +65,7 @@ class DecoderModel : public TargetModel {
   absl::Status RunForward(SequenceState& state, const ForwardRequest& request,
                           ForwardResult* result) const;
 
+  std::shared_ptr<const Checkpoint> checkpoint_;  // Declared first: destroyed after the weights.
   TargetConfig config_;
   TargetOptions options_;
   cpu::Context ctx_;

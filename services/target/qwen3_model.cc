@@ -137,9 +137,10 @@ absl::Status Qwen3Model::LayerForward(int64_t layer, LayerState& state, const La
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<TargetModel>> OpenQwen3Model(const TargetConfig& c,
-                                                            const Checkpoint& ckpt,
-                                                            const TargetOptions& options) {
+absl::StatusOr<std::unique_ptr<TargetModel>> OpenQwen3Model(
+    const TargetConfig& c, std::shared_ptr<const Checkpoint> checkpoint,
+    const TargetOptions& options) {
+  const Checkpoint& ckpt = *checkpoint;
   const std::string prefix = TextModelPrefix(ckpt);
   Qwen3Weights weights;
   ABSL_ASSIGN_OR_RETURN(weights.embedding, LoadEmbedding(ckpt, prefix + "embed_tokens.weight",
@@ -160,6 +161,7 @@ absl::StatusOr<std::unique_ptr<TargetModel>> OpenQwen3Model(const TargetConfig& 
   }
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<Qwen3Model> model,
                         Qwen3Model::Create(c, std::move(weights), options));
+  model->KeepAlive(std::move(checkpoint));
   return std::unique_ptr<TargetModel>(std::move(model));
 }
 

@@ -62,13 +62,13 @@ absl::StatusOr<std::unique_ptr<TargetModel>> OpenTargetModel(const std::string& 
     return absl::UnimplementedError(
         absl::StrFormat("%s: mixture-of-experts targets are not supported", dir));
   }
-  ABSL_ASSIGN_OR_RETURN(const std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
+  ABSL_ASSIGN_OR_RETURN(std::shared_ptr<const Checkpoint> checkpoint, Checkpoint::Open(dir));
   switch (config.family) {
     case TargetFamily::kQwen3:
-      return OpenQwen3Model(config, *checkpoint, options);
+      return OpenQwen3Model(config, std::move(checkpoint), options);
     case TargetFamily::kQwen35:
 #ifdef TWINSPAN_TARGET_HAS_QWEN35
-      return OpenQwen35Model(config, *checkpoint, options);
+      return OpenQwen35Model(config, std::move(checkpoint), options);
 #else
       return absl::UnimplementedError(
           absl::StrFormat("%s: the qwen3_5 family is not built into this binary", dir));

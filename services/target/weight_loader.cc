@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/exl3/weight.h"
 #include "common/status.h"
 
 namespace twinspan::target {
@@ -42,9 +43,14 @@ absl::StatusOr<cpu::LinearWeight> LoadLinear(const Checkpoint& checkpoint,
     ABSL_ASSIGN_OR_RETURN(std::vector<float> values, ToFloat(*view));
     return cpu::LinearWeight::Dense(out_features, in_features, std::move(values));
   }
-  if (checkpoint.Has(prefix + ".trellis")) {
-    return absl::UnimplementedError(absl::StrFormat(
-        "%s: EXL3 linear %s is not yet supported by the CPU target", checkpoint.path(), prefix));
+  if (exl3::Weight::IsStored(checkpoint, prefix)) {
+    ABSL_ASSIGN_OR_RETURN(exl3::Weight w, exl3::Weight::Load(checkpoint, prefix));
+    if (w.n() != out_features || w.k() != in_features) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: EXL3 linear %s is [k %d, n %d], expected [k %d, n %d]",
+                          checkpoint.path(), prefix, w.k(), w.n(), in_features, out_features));
+    }
+    return cpu::LinearWeight::Exl3(std::move(w));
   }
   return absl::NotFoundError(absl::StrFormat("%s: no tensor %s (nor an EXL3 %s.trellis)",
                                              checkpoint.path(), name, prefix));

@@ -24,8 +24,8 @@ absl::StatusOr<std::vector<float>> LoadFloats(const Checkpoint& checkpoint, cons
                                               int64_t expected_numel);
 
 // The linear `prefix` ("...q_proj") with HF weight shape [out_features, in_features]: dense from
-// `prefix.weight`. InvalidArgument naming the tensor for a wrong shape; Unimplemented naming the
-// tensor for an EXL3 linear (`prefix.trellis`) until the EXL3 CPU op is wired in; NotFound when
+// `prefix.weight`, or EXL3 from `prefix.trellis` & co. (the checkpoint must then outlive the
+// weight). InvalidArgument naming the tensor for a wrong shape or a bad EXL3 linear; NotFound when
 // neither exists.
 absl::StatusOr<cpu::LinearWeight> LoadLinear(const Checkpoint& checkpoint,
                                              const std::string& prefix, int64_t out_features,

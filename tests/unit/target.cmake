@@ -1,2 +1,4 @@
 twinspan_test(target_kernels_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_kernels_test.cc
   LIBS twinspan_cpu LABELS unit asan)
+twinspan_test(target_qwen3_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_qwen3_test.cc
+  LIBS twinspan_target LABELS unit asan)
