@@ -7,3 +7,17 @@ twinspan_test(exl3_linear_golden_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/exl3_linear_golden_test.cc
   LIBS twinspan_cpu twinspan_exl3
   LABELS golden)
+twinspan_test(exl3_checkpoint_golden_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/exl3_checkpoint_golden_test.cc
+  LIBS twinspan_exl3_tools twinspan_config
+  LABELS golden)
+# The command line on real checkpoints: must exit 0 and list the head.
+foreach(model exl3_qwen3_tiny exl3_qwen3_5_tiny)
+  add_test(NAME exl3_tool_inspect_${model}
+    COMMAND twinspan-exl3 inspect ${TWINSPAN_GOLDEN_DIR}/${model})
+  set_tests_properties(exl3_tool_inspect_${model} PROPERTIES LABELS golden
+    PASS_REGULAR_EXPRESSION "lm_head +[0-9]+ x [0-9]+ +6 mul1")
+endforeach()
+add_test(NAME exl3_tool_rejects_missing
+  COMMAND twinspan-exl3 inspect ${CMAKE_CURRENT_BINARY_DIR}/no-such-checkpoint)
+set_tests_properties(exl3_tool_rejects_missing PROPERTIES LABELS golden WILL_FAIL TRUE)

@@ -1,0 +1,62 @@
+// twinspan-exl3: inspect EXL3 checkpoints and export dense weights.
+//   twinspan-exl3 inspect DIR_OR_FILE
+//   twinspan-exl3 dequant --in FILE --tensor PREFIX --out OUT.safetensors
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "common/safetensors/checkpoint.h"
+#include "tools/exl3/dense_export.h"
+#include "tools/exl3/inspect.h"
+
+namespace {
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "twinspan-exl3: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+int Inspect(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<twinspan::Checkpoint>> checkpoint =
+      twinspan::Checkpoint::Open(path);
+  if (!checkpoint.ok()) return Fail(checkpoint.status());
+  absl::StatusOr<twinspan::exl3::CheckpointReport> report =
+      twinspan::exl3::InspectCheckpoint(**checkpoint);
+  if (!report.ok()) return Fail(report.status());
+  std::fputs(twinspan::exl3::FormatReport(*report).c_str(), stdout);
+  return 0;
+}
+
+int Dequant(const std::string& in, const std::string& prefix, const std::string& out) {
+  absl::StatusOr<std::unique_ptr<twinspan::Checkpoint>> checkpoint = twinspan::Checkpoint::Open(in);
+  if (!checkpoint.ok()) return Fail(checkpoint.status());
+  const absl::Status status = twinspan::exl3::ExportDense(**checkpoint, prefix, out);
+  if (!status.ok()) return Fail(status);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Inspect EXL3 checkpoints and export dense weights"};
+  app.require_subcommand(1);
+
+  std::string inspect_path;
+  CLI::App* inspect =
+      app.add_subcommand("inspect", "Per tensor: shape, K, codebook, bytes; then totals");
+  inspect->add_option("path", inspect_path, "Checkpoint directory or .safetensors file")
+      ->required();
+
+  std::string in, prefix, out;
+  CLI::App* dequant = app.add_subcommand(
+      "dequant", "Write one EXL3 linear as dense fp32 'weight' [n, k] (HF orientation)");
+  dequant->add_option("--in", in, "Checkpoint directory or .safetensors file")->required();
+  dequant->add_option("--tensor", prefix, "Linear prefix, e.g. model.layers.0.mlp.down_proj")
+      ->required();
+  dequant->add_option("--out", out, "Output .safetensors file")->required();
+
+  CLI11_PARSE(app, argc, argv);
+  if (inspect->parsed()) return Inspect(inspect_path);
+  return Dequant(in, prefix, out);
+}
