@@ -2,3 +2,5 @@ twinspan_test(target_kernels_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_kerne
   LIBS twinspan_cpu LABELS unit asan)
 twinspan_test(target_qwen3_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_qwen3_test.cc
   LIBS twinspan_target LABELS unit asan)
+twinspan_test(target_sampled_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_sampled_test.cc
+  LIBS twinspan_target twinspan_sampler LABELS unit asan)
