@@ -1,0 +1,112 @@
+// The drafter a service holds: the block decoder, the target's embedding and head (two-span or
+// full), and the proposal rule (argmax for DFlash; the candidate selector walk for DFlash2).
+//
+// One round for a stream: AppendTaps(the committed rows' taps), then Propose(pending). The context
+// only grows; the block is scratch, so a rejection never rolls anything back.
+// Free of threads and I/O beyond Open; the CPU ops use the pool given in the model options.
+#ifndef TWINSPAN_SERVICES_DRAFTER_DRAFTER_H_
+#define TWINSPAN_SERVICES_DRAFTER_DRAFTER_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kernels/cpu/embedding.h"
+#include "services/drafter/draft_head.h"
+#include "services/drafter/draft_stream.h"
+#include "services/drafter/drafter_model.h"
+
+namespace twinspan::drafter {
+
+struct DrafterOptions {
+  DrafterModelOptions model;
+  // Head variant: "full", "two-span" or a span list "a:b,c:d" (see MakeHeadVariant).
+  std::string head = "two-span";
+  // Load a DFlash2 checkpoint as DFlash v1 (no convs, no selector).
+  bool as_dflash_v1 = false;
+};
+
+// How the target's tap rows arrive.
+enum class TapForm {
+  kRaw,    // [rows, n_f * H]: the tapped target hidden states, concatenated per row.
+  kFused,  // [rows, H]: hidden_norm(fc(raw)), computed by the sender (5x fewer bytes for n_f = 5).
+};
+
+struct ProposeOptions {
+  int64_t block_size = 0;    // B in [2, 16]; 0 uses the checkpoint's own.
+  float temperature = 0.0f;  // DFlash2: > 0 samples the selector walk; DFlash: must be 0.
+  // One uniform in [0, 1) per proposal when sampled, drawn by the caller's keyed generator at the
+  // proposal's absolute position (so a draw never depends on batching).
+  std::span<const float> walk_uniforms;
+  bool want_logits = false;  // Return the head's span logits.
+};
+
+struct Proposal {
+  std::vector<int32_t> ids;         // [B-1] global token ids following `pending`.
+  int64_t columns = 0;              // Head columns per logits row.
+  std::vector<float> logits;        // [B-1, columns] when want_logits (after scaling/capping).
+  std::vector<int32_t> column_ids;  // [columns] global id of each logits column, when want_logits.
+  std::vector<int32_t> candidate_ids;      // DFlash2: [B-1, top_k], sorted by logit descending.
+  std::vector<float> candidate_logits;     // DFlash2: [B-1, top_k] unary logits.
+  std::vector<float> selector_projection;  // DFlash2: [B-1, rank] hidden_projection(hidden).
+  std::vector<float> walk_scores;          // DFlash2: [B-1, top_k] selector scores as walked.
+  std::vector<float> probabilities;        // DFlash2 sampled: [B-1, top_k] softmax(score / T).
+};
+
+// Immutable after Create: any number of threads may call it on distinct streams.
+class Drafter {
+ public:
+  // `embedding` [V, H] and `lm_head` [V, H] are the target's (shared, not copied for EXL3).
+  // InvalidArgument when their shapes disagree with the drafter config or the head variant.
+  static absl::StatusOr<std::unique_ptr<Drafter>> Create(std::unique_ptr<DrafterModel> model,
+                                                         cpu::EmbeddingTable embedding,
+                                                         const cpu::LinearWeight& lm_head,
+                                                         const std::string& head);
+
+  // Opens the drafter in `drafter_dir` over the target checkpoint in `target_dir` (its embedding
+  // and lm_head only, read-only). Errors of the loaders, naming file and tensor.
+  static absl::StatusOr<std::unique_ptr<Drafter>> Open(const std::string& drafter_dir,
+                                                       const std::string& target_dir,
+                                                       const DrafterOptions& options);
+
+  Drafter(const Drafter&) = delete;
+  Drafter& operator=(const Drafter&) = delete;
+
+  const DrafterConfig& config() const { return model_->config(); }
+  const DrafterModel& model() const { return *model_; }
+  const DraftHead& head() const { return head_; }
+
+  absl::StatusOr<std::unique_ptr<DraftStream>> NewStream() const { return model_->NewStream(); }
+
+  // Appends `rows` committed tokens' taps (in `form`) to the stream's context.
+  // InvalidArgument when taps.size() != rows * width; ResourceExhausted past the capacity.
+  absl::Status AppendTaps(DraftStream& stream, TapForm form, std::span<const float> taps,
+                          int64_t rows) const;
+
+  // Drafts B-1 tokens after `pending` (the token at position stream.context_length()).
+  // InvalidArgument for a pending id outside the vocabulary, a block size outside [2, 16],
+  // sampling a DFlash v1 drafter, or walk_uniforms of the wrong count.
+  absl::StatusOr<Proposal> Propose(DraftStream& stream, int32_t pending,
+                                   const ProposeOptions& options) const;
+
+ private:
+  Drafter(std::unique_ptr<DrafterModel> model, cpu::EmbeddingTable embedding, DraftHead head)
+      : model_(std::move(model)), embedding_(std::move(embedding)), head_(std::move(head)) {}
+
+  std::unique_ptr<DrafterModel> model_;
+  cpu::EmbeddingTable embedding_;
+  DraftHead head_;
+  // Keeps an EXL3 head's memory map alive when Open loaded it.
+  std::shared_ptr<const void> target_checkpoint_;
+};
+
+// Largest block a Propose accepts: the anchors' production range.
+inline constexpr int64_t kMaxBlockSize = 16;
+
+}  // namespace twinspan::drafter
+
+#endif  // TWINSPAN_SERVICES_DRAFTER_DRAFTER_H_
