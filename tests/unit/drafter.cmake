@@ -1,7 +1,15 @@
-# Drafter ops and model: unit tests (no golden data).
+# Drafter ops and model: unit tests.
 twinspan_test(drafter_ops_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/drafter/topk_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/drafter/dynamic_conv_test.cc
           ${CMAKE_CURRENT_LIST_DIR}/drafter/candidate_selector_test.cc
   LIBS twinspan_cpu
   LABELS unit asan)
+if(TARGET twinspan_drafter)
+  twinspan_test(drafter_unit_test
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/drafter/drafter_config_test.cc
+            ${CMAKE_CURRENT_LIST_DIR}/drafter/head_variant_test.cc
+            ${CMAKE_CURRENT_LIST_DIR}/drafter/drafter_weights_test.cc
+    LIBS twinspan_drafter twinspan_safetensors
+    LABELS unit)
+endif()
