@@ -4,3 +4,5 @@ twinspan_test(target_qwen3_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_qwen3_t
   LIBS twinspan_target LABELS unit asan)
 twinspan_test(target_sampled_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_sampled_test.cc
   LIBS twinspan_target twinspan_sampler LABELS unit asan)
+twinspan_test(target_config_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_config_test.cc
+  LIBS twinspan_target LABELS unit asan)
