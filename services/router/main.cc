@@ -1,0 +1,101 @@
+// twinspan-router: serves twinspan.v1.Serving and forwards to target pools (one per head variant),
+// weighted and sticky per session; optionally starts the workers itself on the GPUs its config
+// names; drains on SIGTERM.
+#include <unistd.h>
+
+#include <climits>
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "common/metrics/metrics_http.h"
+#include "common/metrics/serving_metrics.h"
+#include "services/engine/grpc/server_runner.h"
+#include "services/engine/grpc/serving_service.h"
+#include "services/router/process_launcher.h"
+#include "services/router/router_backend.h"
+#include "services/router/router_config.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+std::string OwnDirectory() {
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return ".";
+  std::string s(path, n);
+  return s.substr(0, s.find_last_of('/'));
+}
+
+int Run(int argc, char** argv) {
+  CLI::App app{"twinspan-router: weighted, sticky A/B routing over target pools"};
+  std::string config_path, listen, metrics_listen, log_level = "info";
+  double drain_seconds = 30;
+  app.add_option("--config", config_path, "Router config (JSON)")->required();
+  app.add_option("--listen", listen, "Overrides the config's listen address");
+  app.add_option("--metrics", metrics_listen, "Overrides the config's /metrics address");
+  app.add_option("--drain-seconds", drain_seconds, "Grace period for in-flight calls on SIGTERM");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  CLI11_PARSE(app, argc, argv);
+  twinspan::rpc::SetUpLogging("router", log_level);
+  twinspan::rpc::BlockTerminationSignals();
+
+  absl::StatusOr<twinspan::router::RouterConfig> config =
+      twinspan::router::LoadRouterConfig(config_path);
+  if (!config.ok()) {
+    spdlog::error("{}", config.status().ToString());
+    return 2;
+  }
+  if (!listen.empty()) config->listen = listen;
+  if (!metrics_listen.empty()) config->metrics = metrics_listen;
+
+  twinspan::router::ProcessLauncher launcher(OwnDirectory());
+  for (const auto& pool : config->pools) {
+    for (const auto& spec : pool.launch) {
+      if (absl::Status s = launcher.Launch(spec); !s.ok()) {
+        spdlog::error("{}", s.ToString());
+        return 1;
+      }
+    }
+  }
+  auto registry = std::make_shared<prometheus::Registry>();
+  twinspan::metrics::ServingMetrics metrics(registry, "router");
+  auto http = twinspan::metrics::MetricsHttp::Start(config->metrics, registry);
+  if (!http.ok()) {
+    spdlog::error("{}", http.status().ToString());
+    return 1;
+  }
+  twinspan::router::RouterBackend backend(*config, &metrics);
+  bool any_launched = false;
+  for (const auto& pool : config->pools) any_launched = any_launched || !pool.launch.empty();
+  if (any_launched && !backend.WaitAllHealthy(config->startup_timeout)) {
+    for (const std::string& e : launcher.Exited()) spdlog::error("router: worker exited: {}", e);
+    spdlog::error("router: workers not healthy within {}",
+                  absl::FormatDuration(config->startup_timeout));
+    return 1;
+  }
+  twinspan::rpc::ServingService service(&backend);
+  twinspan::rpc::ServerOptions options;
+  options.listen = config->listen;
+  options.max_message_bytes = config->max_message_bytes;
+  auto server = twinspan::rpc::RunningServer::Start(options, {&service});
+  if (!server.ok()) {
+    spdlog::error("{}", server.status().ToString());
+    return 1;
+  }
+  spdlog::info("router: {} pools, listening on port {}", config->pools.size(), (*server)->port());
+  twinspan::rpc::AnnounceListening("router", (*server)->port(), (*http)->port());
+
+  const int signal = twinspan::rpc::WaitForTerminationSignal();
+  spdlog::info("router: signal {}, draining for up to {} s", signal, drain_seconds);
+  (*server)->SetServing(false);
+  (*server)->Shutdown(absl::Now() + absl::Seconds(drain_seconds));
+  backend.Stop();
+  launcher.StopAll(absl::Seconds(drain_seconds));
+  spdlog::info("router: stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Run(argc, argv); }

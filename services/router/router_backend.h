@@ -1,0 +1,70 @@
+// The router's public API: picks a pool (head variant) by weight, sticky per session key, picks the
+// least-loaded healthy worker in it, and forwards the Generate stream. A call that fails before
+// anything was streamed is retried on another worker; after that its error goes to the client.
+#ifndef TWINSPAN_SERVICES_ROUTER_ROUTER_BACKEND_H_
+#define TWINSPAN_SERVICES_ROUTER_ROUTER_BACKEND_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "services/engine/grpc/serving_backend.h"
+#include "services/router/router_config.h"
+#include "twinspan/v1/serving.grpc.pb.h"
+
+namespace twinspan::metrics {
+class ServingMetrics;
+}
+
+namespace twinspan::router {
+
+// Index of the pool for a session: the same key always gives the same pool for the same weights;
+// `uniform` in [0, 1) is used instead of the key's hash when the key is empty.
+int PickPool(const std::vector<double>& weights, const std::string& session_key, double uniform);
+
+// Thread-safe. `metrics` may be null and must outlive the backend.
+class RouterBackend : public rpc::ServingBackend {
+ public:
+  RouterBackend(const RouterConfig& config, metrics::ServingMetrics* metrics);
+  ~RouterBackend() override;
+
+  void Generate(const v1::GenerateRequest& request, const rpc::CallInfo& call,
+                std::shared_ptr<rpc::GenerateWriter> writer) override;
+  absl::StatusOr<v1::TokenizeResponse> Tokenize(const v1::TokenizeRequest& request) override;
+  absl::StatusOr<v1::ModelInfoResponse> ModelInfo() override;
+  bool Abort(const std::string& request_id) override;
+  v1::GetLoadResponse GetLoad() override;
+
+  // Blocks until every worker passed a health check or `timeout` passed; false on timeout.
+  bool WaitAllHealthy(absl::Duration timeout);
+  // Stops the health thread (before the server goes away).
+  void Stop();
+
+  struct Worker;
+  struct Pool;
+  class ForwardCall;
+
+ private:
+  void HealthLoop();
+  // The healthy worker of `pool` with the least load, skipping `tried`; null when none.
+  std::shared_ptr<Worker> PickWorker(const Pool& pool, const std::vector<Worker*>& tried) const;
+  std::shared_ptr<Worker> AnyHealthyWorker() const;
+
+  RouterConfig config_;
+  metrics::ServingMetrics* metrics_;
+  std::vector<std::unique_ptr<Pool>> pools_;
+  mutable absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<Worker>> inflight_ ABSL_GUARDED_BY(mu_);  // request id
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<uint64_t> random_state_{0x853c49e6748fea9bULL};
+  std::thread health_;
+};
+
+}  // namespace twinspan::router
+
+#endif  // TWINSPAN_SERVICES_ROUTER_ROUTER_BACKEND_H_
