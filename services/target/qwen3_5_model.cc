@@ -234,9 +234,10 @@ absl::Status Qwen35Model::LayerForward(int64_t layer, LayerState& state, const L
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<TargetModel>> OpenQwen35Model(const TargetConfig& c,
-                                                             const Checkpoint& ckpt,
-                                                             const TargetOptions& options) {
+absl::StatusOr<std::unique_ptr<TargetModel>> OpenQwen35Model(
+    const TargetConfig& c, std::shared_ptr<const Checkpoint> checkpoint,
+    const TargetOptions& options) {
+  const Checkpoint& ckpt = *checkpoint;
   // "model.language_model." (the published wrapper, EXL3 conversions) or "model." (qwen3_5_text).
   // The vision tower and the MTP head ("mtp.") are never read.
   const std::string prefix = TextModelPrefix(ckpt);
@@ -259,6 +260,7 @@ absl::StatusOr<std::unique_ptr<TargetModel>> OpenQwen35Model(const TargetConfig&
   }
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<Qwen35Model> model,
                         Qwen35Model::Create(c, std::move(weights), options));
+  model->KeepAlive(std::move(checkpoint));  // EXL3 weights view the mapped file.
   return std::unique_ptr<TargetModel>(std::move(model));
 }
 

@@ -1,0 +1,257 @@
+// Exactness properties of the Qwen3.5 family on a random tiny model: a verify window equals serial
+// single-row decoding bit for bit, and committing any kept prefix leaves the state serial decoding
+// would (so decoding continues identically).
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/parallel.h"
+#include "nlohmann/json.hpp"
+#include "services/target/qwen3_5_model.h"
+#include "services/target/target_config.h"
+
+namespace twinspan::target {
+namespace {
+
+constexpr int64_t kVocab = 97;
+constexpr int64_t kHidden = 64;
+constexpr int64_t kIntermediate = 96;
+
+TargetConfig TinyConfig() {
+  const nlohmann::json j = {
+      {"model_type", "qwen3_5_text"},
+      {"vocab_size", kVocab},
+      {"hidden_size", kHidden},
+      {"intermediate_size", kIntermediate},
+      {"num_hidden_layers", 4},
+      {"layer_types",
+       {"linear_attention", "linear_attention", "full_attention", "linear_attention"}},
+      {"num_attention_heads", 4},
+      {"num_key_value_heads", 2},
+      {"head_dim", 16},
+      {"rms_norm_eps", 1e-6},
+      {"rope_parameters",
+       {{"rope_type", "default"},
+        {"rope_theta", 1e7},
+        {"partial_rotary_factor", 0.25},
+        {"mrope_interleaved", true},
+        {"mrope_section", {1, 1, 0}}}},
+      {"linear_num_key_heads", 2},
+      {"linear_num_value_heads", 4},
+      {"linear_key_head_dim", 16},
+      {"linear_value_head_dim", 8},
+      {"linear_conv_kernel_dim", 4},
+      {"tie_word_embeddings", false}};
+  auto config = ParseTargetConfig(j, "tiny qwen3_5 test config");
+  EXPECT_TRUE(config.ok()) << config.status();
+  return *config;
+}
+
+class Random {
+ public:
+  explicit Random(unsigned seed) : gen_(seed) {}
+  std::vector<float> Normal(int64_t n, float scale, float offset = 0.0f) {
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (float& x : v) x = offset + scale * dist(gen_);
+    return v;
+  }
+  cpu::LinearWeight Linear(int64_t out, int64_t in) {
+    auto w = cpu::LinearWeight::Dense(out, in, Normal(out * in, 0.3f / std::sqrt(float(in))));
+    EXPECT_TRUE(w.ok());
+    return *w;
+  }
+  std::vector<float> Uniform(int64_t n, float lo, float hi) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(gen_);
+    return v;
+  }
+
+ private:
+  std::mt19937 gen_;
+};
+
+Qwen35Weights RandomWeights(const TargetConfig& c, unsigned seed) {
+  Random rng(seed);
+  Qwen35Weights w;
+  const std::vector<float> table = rng.Normal(kVocab * kHidden, 1.0f);
+  auto embedding = cpu::EmbeddingTable::FromRaw(cpu::EmbeddingDtype::kF32, kVocab, kHidden,
+                                                table.data(), table.size() * sizeof(float));
+  EXPECT_TRUE(embedding.ok());
+  w.embedding = *embedding;
+  const int64_t hd = c.head_dim;
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    Qwen35LayerWeights l;
+    l.input_norm = rng.Normal(kHidden, 0.1f, 1.0f);
+    l.post_norm = rng.Normal(kHidden, 0.1f, 1.0f);
+    if (c.layer_types[i] == LayerType::kFullAttention) {
+      l.attention.q_proj = rng.Linear(2 * c.num_heads * hd, kHidden);
+      l.attention.k_proj = rng.Linear(c.num_kv_heads * hd, kHidden);
+      l.attention.v_proj = rng.Linear(c.num_kv_heads * hd, kHidden);
+      l.attention.o_proj = rng.Linear(kHidden, c.num_heads * hd);
+      l.attention.q_norm = rng.Normal(hd, 0.1f, 1.0f);
+      l.attention.k_norm = rng.Normal(hd, 0.1f, 1.0f);
+    } else {
+      const int64_t kw = c.linear_num_key_heads * c.linear_key_head_dim;
+      const int64_t vw = c.linear_num_value_heads * c.linear_value_head_dim;
+      l.gdn.in_proj_qkv = rng.Linear(2 * kw + vw, kHidden);
+      l.gdn.in_proj_z = rng.Linear(vw, kHidden);
+      l.gdn.in_proj_a = rng.Linear(c.linear_num_value_heads, kHidden);
+      l.gdn.in_proj_b = rng.Linear(c.linear_num_value_heads, kHidden);
+      l.gdn.conv = rng.Normal((2 * kw + vw) * c.linear_conv_kernel_dim, 0.5f);
+      l.gdn.a_log = rng.Uniform(c.linear_num_value_heads, 0.0f, 2.7f);
+      l.gdn.dt_bias = rng.Normal(c.linear_num_value_heads, 0.5f, 1.0f);
+      l.gdn.norm = rng.Normal(c.linear_value_head_dim, 0.1f, 1.0f);
+      l.gdn.out_proj = rng.Linear(kHidden, vw);
+    }
+    l.mlp.gate_proj = rng.Linear(kIntermediate, kHidden);
+    l.mlp.up_proj = rng.Linear(kIntermediate, kHidden);
+    l.mlp.down_proj = rng.Linear(kHidden, kIntermediate);
+    w.layers.push_back(std::move(l));
+  }
+  w.final_norm = rng.Normal(kHidden, 0.1f, 1.0f);
+  w.lm_head = rng.Linear(kVocab, kHidden);
+  return w;
+}
+
+struct Rows {
+  std::vector<float> logits;  // [rows, vocab]
+  std::vector<float> taps;    // [rows, 2, hidden]
+};
+
+class Qwen35ExactnessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = TinyConfig();
+    const Qwen35Weights weights = RandomWeights(config_, 7);
+    TargetOptions serial_options;  // Single-threaded, bf16 KV: the serving default.
+    serial_options.context = 96;
+    auto serial = Qwen35Model::Create(config_, weights, serial_options);
+    ASSERT_TRUE(serial.ok()) << serial.status();
+    serial_ = std::move(*serial);
+    TargetOptions verify_options = serial_options;
+    verify_options.pool = &pool_;  // The thread count must not change any bit either.
+    auto verify = Qwen35Model::Create(config_, weights, verify_options);
+    ASSERT_TRUE(verify.ok()) << verify.status();
+    verify_ = std::move(*verify);
+    std::mt19937 gen(11);
+    for (int i = 0; i < 60; ++i) tokens_.push_back(static_cast<int32_t>(gen() % kVocab));
+  }
+
+  // Runs `tokens` as one forward of `model` on `state` and commits `keep` of them.
+  static Rows Run(const TargetModel& model, SequenceState& state, std::vector<int32_t> tokens,
+                  int64_t keep) {
+    ForwardRequest request;
+    request.tokens = tokens;
+    request.tap_layer_ids = {1, 2};  // A GDN layer and the attention layer.
+    ForwardResult result;
+    absl::Status status = model.Forward(state, request, &result);
+    EXPECT_TRUE(status.ok()) << status;
+    status = model.Commit(state, keep);
+    EXPECT_TRUE(status.ok()) << status;
+    return Rows{result.logits, result.taps};
+  }
+
+  // Serial decoding: one forward and commit per token.
+  static Rows Serial(const TargetModel& model, SequenceState& state,
+                     const std::vector<int32_t>& tokens) {
+    Rows all;
+    for (int32_t t : tokens) {
+      Rows one = Run(model, state, {t}, 1);
+      all.logits.insert(all.logits.end(), one.logits.begin(), one.logits.end());
+      all.taps.insert(all.taps.end(), one.taps.begin(), one.taps.end());
+    }
+    return all;
+  }
+
+  static void ExpectSameBits(const std::vector<float>& a, const std::vector<float>& b,
+                             const std::string& what) {
+    ASSERT_EQ(a.size(), b.size()) << what;
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << what;
+  }
+
+  static void ExpectSameState(SequenceState& a, SequenceState& b) {
+    ASSERT_EQ(a.length(), b.length());
+    for (int64_t i = 0; i < a.num_layers(); ++i) {
+      if (a.layer(i).recurrent == nullptr) continue;
+      ExpectSameBits(a.layer(i).recurrent->conv, b.layer(i).recurrent->conv,
+                     absl::StrCat("conv state of layer ", i));
+      ExpectSameBits(a.layer(i).recurrent->ssm, b.layer(i).recurrent->ssm,
+                     absl::StrCat("recurrent state of layer ", i));
+    }
+  }
+
+  std::unique_ptr<SequenceState> NewSequence(const TargetModel& model) {
+    auto state = model.NewSequence();
+    EXPECT_TRUE(state.ok()) << state.status();
+    return std::move(*state);
+  }
+
+  cpu::ThreadPool pool_{3};
+  TargetConfig config_;
+  std::unique_ptr<Qwen35Model> serial_;
+  std::unique_ptr<Qwen35Model> verify_;
+  std::vector<int32_t> tokens_;
+};
+
+TEST_F(Qwen35ExactnessTest, VerifyWindowEqualsSerialStepsForEveryWidth) {
+  const std::vector<int32_t> prompt(tokens_.begin(), tokens_.begin() + 9);
+  auto serial = NewSequence(*serial_);
+  Run(*serial_, *serial, prompt, prompt.size());
+  const std::vector<int32_t> window(tokens_.begin() + 9, tokens_.begin() + 9 + 16);
+  const Rows want = Serial(*serial_, *serial, window);
+  for (int64_t k = 1; k <= 16; ++k) {
+    SCOPED_TRACE(absl::StrCat("window of ", k));
+    auto state = NewSequence(*verify_);
+    Run(*verify_, *state, prompt, prompt.size());
+    const Rows got =
+        Run(*verify_, *state, std::vector<int32_t>(window.begin(), window.begin() + k), k);
+    ExpectSameBits(got.logits,
+                   std::vector<float>(want.logits.begin(), want.logits.begin() + k * kVocab),
+                   "logits");
+    ExpectSameBits(got.taps,
+                   std::vector<float>(want.taps.begin(), want.taps.begin() + k * 2 * kHidden),
+                   "taps");
+  }
+}
+
+// Every kept prefix of every window leaves the serial state, and decoding then continues alike.
+TEST_F(Qwen35ExactnessTest, CommitAnyPrefixThenContinueEqualsSerial) {
+  const std::vector<int32_t> prompt(tokens_.begin(), tokens_.begin() + 7);
+  for (int64_t k : {1, 2, 3, 5, 8, 16}) {
+    for (int64_t keep : {int64_t{0}, int64_t{1}, k / 2, k - 1, k}) {
+      if (keep < 0 || keep > k) continue;
+      SCOPED_TRACE(absl::StrCat("window ", k, ", kept ", keep));
+      const std::vector<int32_t> window(tokens_.begin() + 7, tokens_.begin() + 7 + k);
+      // The bonus token after the kept rows, then two more rounds.
+      const std::vector<int32_t> next(tokens_.begin() + 40, tokens_.begin() + 44);
+
+      auto serial = NewSequence(*serial_);
+      Run(*serial_, *serial, prompt, prompt.size());
+      Serial(*serial_, *serial, std::vector<int32_t>(window.begin(), window.begin() + keep));
+
+      auto verify = NewSequence(*verify_);
+      Run(*verify_, *verify, prompt, prompt.size());
+      Run(*verify_, *verify, window, keep);
+      ExpectSameState(*verify, *serial);
+
+      const Rows want = Serial(*serial_, *serial, next);
+      Rows got = Run(*verify_, *verify, {next[0], next[1]}, 2);
+      const Rows rest = Run(*verify_, *verify, {next[2], next[3]}, 2);
+      got.logits.insert(got.logits.end(), rest.logits.begin(), rest.logits.end());
+      got.taps.insert(got.taps.end(), rest.taps.begin(), rest.taps.end());
+      ExpectSameBits(got.logits, want.logits, "logits after commit");
+      ExpectSameBits(got.taps, want.taps, "taps after commit");
+      ExpectSameState(*verify, *serial);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace twinspan::target
