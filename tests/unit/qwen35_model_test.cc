@@ -14,6 +14,7 @@
 #include "nlohmann/json.hpp"
 #include "services/target/qwen3_5_model.h"
 #include "services/target/target_config.h"
+#include "tests/unit/target_properties.h"
 
 namespace twinspan::target {
 namespace {
@@ -251,6 +252,106 @@ TEST_F(Qwen35ExactnessTest, CommitAnyPrefixThenContinueEqualsSerial) {
       ExpectSameState(*verify, *serial);
     }
   }
+}
+
+// The scaffold's shared properties, on this family, for both KV dtypes.
+class Qwen35SharedPropertyTest : public ::testing::TestWithParam<cpu::KvDtype> {
+ protected:
+  std::unique_ptr<Qwen35Model> Model(cpu::ThreadPool* pool) {
+    const TargetConfig config = TinyConfig();
+    TargetOptions options;
+    options.kv_dtype = GetParam();
+    options.pool = pool;
+    options.context = 96;
+    auto model = Qwen35Model::Create(config, RandomWeights(config, 21), options);
+    EXPECT_TRUE(model.ok()) << model.status();
+    return model.ok() ? std::move(*model) : nullptr;
+  }
+};
+
+TEST_P(Qwen35SharedPropertyTest, VerifyEqualsSerialStepsForEveryWindowUpTo16) {
+  cpu::ThreadPool pool(3);
+  auto model = Model(&pool);
+  ASSERT_NE(model, nullptr);
+  testing::ExpectVerifyEqualsSerial(*model, 16, 5);
+}
+
+TEST_P(Qwen35SharedPropertyTest, PrefillChunkingChangesNoBit) {
+  auto model = Model(nullptr);
+  ASSERT_NE(model, nullptr);
+  testing::ExpectPrefillChunkingInvariant(*model, 23, 6);
+}
+
+TEST_P(Qwen35SharedPropertyTest, InterleavedSequencesEqualSoloRuns) {
+  auto model = Model(nullptr);
+  ASSERT_NE(model, nullptr);
+  std::mt19937 rng(12);
+  const auto p1 = testing::RandomTokens(rng, 9, kVocab);
+  const auto p2 = testing::RandomTokens(rng, 5, kVocab);
+  auto solo = testing::Prefilled(*model, p1, 9);
+  auto a = model->NewSequence();
+  auto b = model->NewSequence();
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (size_t i = 0; i < p1.size(); ++i) {  // Alternate rows of two sequences on one model.
+    testing::Step(*model, **a, p1[i], {});
+    if (i < p2.size()) testing::Step(*model, **b, p2[i], {});
+  }
+  const ForwardResult x = testing::Step(*model, *solo, 3, {1});
+  const ForwardResult y = testing::Step(*model, **a, 3, {1});
+  EXPECT_TRUE(testing::SameBits(x.logits.data(), y.logits.data(), x.logits.size()));
+  EXPECT_TRUE(testing::SameBits(x.taps.data(), y.taps.data(), x.taps.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(KvDtypes, Qwen35SharedPropertyTest,
+                         ::testing::Values(cpu::KvDtype::kF32, cpu::KvDtype::kBF16));
+
+TEST(Qwen35ModelTest, CreateRejectsGdnWeightsThatDisagreeWithTheConfig) {
+  const TargetConfig config = TinyConfig();
+  TargetOptions options;
+  {
+    Qwen35Weights w = RandomWeights(config, 3);
+    w.layers[1].gdn.in_proj_qkv =
+        *cpu::LinearWeight::Dense(8, kHidden, std::vector<float>(8 * kHidden));
+    auto model = Qwen35Model::Create(config, std::move(w), options);
+    ASSERT_FALSE(model.ok());
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(model.status().message().find("layer 1: in_proj_qkv"), std::string::npos)
+        << model.status();
+  }
+  {
+    Qwen35Weights w = RandomWeights(config, 3);
+    w.layers[3].gdn.conv.pop_back();
+    auto model = Qwen35Model::Create(config, std::move(w), options);
+    ASSERT_FALSE(model.ok());
+    EXPECT_NE(model.status().message().find("layer 3: conv1d"), std::string::npos)
+        << model.status();
+  }
+  {
+    Qwen35Weights w = RandomWeights(config, 3);
+    w.layers[2].attention.q_proj =  // Without the output gate half.
+        *cpu::LinearWeight::Dense(64, kHidden, std::vector<float>(64 * kHidden));
+    auto model = Qwen35Model::Create(config, std::move(w), options);
+    ASSERT_FALSE(model.ok());
+    EXPECT_NE(model.status().message().find("layer 2: q_proj"), std::string::npos)
+        << model.status();
+  }
+}
+
+TEST(Qwen35ModelTest, CommitOutsidePendingIsInvalidArgumentAndKeepsState) {
+  const TargetConfig config = TinyConfig();
+  auto model = Qwen35Model::Create(config, RandomWeights(config, 4), TargetOptions{});
+  ASSERT_TRUE(model.ok());
+  auto state = (*model)->NewSequence();
+  ASSERT_TRUE(state.ok());
+  const std::vector<int32_t> tokens = {1, 2, 3};
+  ForwardRequest request;
+  request.tokens = tokens;
+  ForwardResult result;
+  ASSERT_TRUE((*model)->Forward(**state, request, &result).ok());
+  EXPECT_EQ((*model)->Commit(**state, 4).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*model)->Commit(**state, -1).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE((*model)->Commit(**state, 2).ok());
+  EXPECT_EQ((*state)->length(), 2);
 }
 
 }  // namespace
