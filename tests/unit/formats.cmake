@@ -18,3 +18,7 @@ twinspan_test(formats_exl3_test
           ${FORMATS_UNIT_DIR}/formats_exl3_bad_input_test.cc
   LIBS twinspan_exl3 twinspan_cpu
   LABELS unit asan)
+twinspan_test(formats_hadamard_test
+  SOURCES ${FORMATS_UNIT_DIR}/formats_hadamard_test.cc
+  LIBS twinspan_cpu twinspan_exl3
+  LABELS unit asan)
