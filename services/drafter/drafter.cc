@@ -9,6 +9,7 @@
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/topk.h"
+#include "services/drafter/walk_uniform.h"
 #include "services/target/target_config.h"
 #include "services/target/weight_loader.h"
 
@@ -116,9 +117,17 @@ absl::StatusOr<Proposal> Drafter::Propose(DraftStream& stream, int32_t pending,
         options.temperature));
   }
   const int64_t slots = b - 1, h = config.hidden_size;
-  if (sampled && static_cast<int64_t>(options.walk_uniforms.size()) != slots) {
+  if (sampled && !options.walk_uniforms.empty() &&
+      static_cast<int64_t>(options.walk_uniforms.size()) != slots) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "Propose: a sampled walk needs %d uniforms, got %d", slots, options.walk_uniforms.size()));
+  }
+  std::vector<float> uniforms(options.walk_uniforms.begin(), options.walk_uniforms.end());
+  if (sampled && uniforms.empty()) {
+    // Proposal s occupies absolute position context_length + 1 + s.
+    for (int64_t s = 0; s < slots; ++s) {
+      uniforms.push_back(WalkUniform(options.walk_seed, stream.context_length() + 1 + s));
+    }
   }
 
   // Block [pending, MASK x (B-1)] through the target's embedding.
@@ -158,21 +167,20 @@ absl::StatusOr<Proposal> Drafter::Propose(DraftStream& stream, int32_t pending,
     proposal.ids.resize(slots);
     proposal.walk_scores.resize(slots * k);
     if (sampled) proposal.probabilities.resize(slots * k);
-    ABSL_RETURN_IF_ERROR(
-        cpu::SelectorWalk({.candidate_ids = top_ids,
-                           .unary = top_values,
-                           .hidden_projection = projected,
-                           .predecessor = selector.predecessor.view(),
-                           .successor = selector.successor.view(),
-                           .uniforms = sampled ? options.walk_uniforms : std::span<const float>()},
-                          {.proposals = proposal.ids,
-                           .scores = proposal.walk_scores,
-                           .probabilities = proposal.probabilities},
-                          {.slots = slots,
-                           .top_k = k,
-                           .rank = rank,
-                           .anchor_id = pending,
-                           .temperature = options.temperature}));
+    ABSL_RETURN_IF_ERROR(cpu::SelectorWalk({.candidate_ids = top_ids,
+                                            .unary = top_values,
+                                            .hidden_projection = projected,
+                                            .predecessor = selector.predecessor.view(),
+                                            .successor = selector.successor.view(),
+                                            .uniforms = uniforms},
+                                           {.proposals = proposal.ids,
+                                            .scores = proposal.walk_scores,
+                                            .probabilities = proposal.probabilities},
+                                           {.slots = slots,
+                                            .top_k = k,
+                                            .rank = rank,
+                                            .anchor_id = pending,
+                                            .temperature = options.temperature}));
     proposal.selector_projection = std::move(projected);
     proposal.candidate_ids = std::move(top_ids);
     proposal.candidate_logits = std::move(top_values);

@@ -39,8 +39,9 @@ enum class TapForm {
 struct ProposeOptions {
   int64_t block_size = 0;    // B in [2, 16]; 0 uses the checkpoint's own.
   float temperature = 0.0f;  // DFlash2: > 0 samples the selector walk; DFlash: must be 0.
-  // One uniform in [0, 1) per proposal when sampled, drawn by the caller's keyed generator at the
-  // proposal's absolute position (so a draw never depends on batching).
+  // Sampled walks draw one uniform per proposal: WalkUniform(walk_seed, its absolute position),
+  // so a draw never depends on batching. A caller may pass its own draws in walk_uniforms instead.
+  uint64_t walk_seed = 0;
   std::span<const float> walk_uniforms;
   bool want_logits = false;  // Return the head's span logits.
 };
@@ -89,7 +90,7 @@ class Drafter {
 
   // Drafts B-1 tokens after `pending` (the token at position stream.context_length()).
   // InvalidArgument for a pending id outside the vocabulary, a block size outside [2, 16],
-  // sampling a DFlash v1 drafter, or walk_uniforms of the wrong count.
+  // sampling a DFlash v1 drafter, or walk_uniforms neither empty nor one per proposal.
   absl::StatusOr<Proposal> Propose(DraftStream& stream, int32_t pending,
                                    const ProposeOptions& options) const;
 

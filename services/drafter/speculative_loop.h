@@ -1,6 +1,8 @@
-// The greedy speculative loop of z-lab's dflash_generate, over a TargetModel and a Drafter in one
+// The speculative loop of z-lab's dflash_generate, over a TargetModel and a Drafter in one
 // process: verify [pending, drafts], accept up to the first mismatch plus the bonus, commit, feed
-// the kept rows' taps. A reference for golden tests and tools; the lane engine serves for real.
+// the kept rows' taps. The target samples every row with the keyed sampler at the position the new
+// token takes, so a drafted run emits exactly the tokens of a plain one (accept-if-equal).
+// A reference for golden tests and tools; the lane engine serves for real.
 #ifndef TWINSPAN_SERVICES_DRAFTER_SPECULATIVE_LOOP_H_
 #define TWINSPAN_SERVICES_DRAFTER_SPECULATIVE_LOOP_H_
 
@@ -9,10 +11,17 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/sampler/keyed_sampler.h"
 #include "services/drafter/drafter.h"
 #include "services/target/target_model.h"
 
 namespace twinspan::drafter {
+
+struct SpeculativeOptions {
+  int64_t block_size = 0;            // 0: the drafter's own.
+  sampler::SamplingParams sampling;  // Default greedy.
+  uint64_t seed = 0;                 // Keys the target's draws and the DFlash2 walk's.
+};
 
 struct SpeculativeResult {
   std::vector<int32_t> output_ids;      // The new tokens, first (from the prefill) included.
@@ -21,19 +30,22 @@ struct SpeculativeResult {
   std::vector<std::vector<int32_t>> round_proposals;  // Each round's drafts (fewer at the end).
 };
 
-// Generates max_new_tokens greedily. Rounds draft min(block_size, remaining + 1) - 1 tokens, as the
-// reference cuts its last blocks. block_size 0 uses the drafter's own. Errors from the target and
-// drafter; InvalidArgument for an empty prompt or max_new_tokens < 1.
-absl::StatusOr<SpeculativeResult> GreedySpeculativeGenerate(const target::TargetModel& target,
-                                                            const Drafter& drafter,
-                                                            absl::Span<const int32_t> prompt,
-                                                            int64_t max_new_tokens,
-                                                            int64_t block_size = 0);
+// Generates max_new_tokens. Rounds draft min(block_size, remaining + 1) - 1 tokens, as the
+// reference cuts its last blocks. A DFlash2 drafter samples its walk at the request's temperature;
+// a DFlash one drafts greedily. Errors from the target, drafter and sampler; InvalidArgument for
+// an empty prompt or max_new_tokens < 1.
+absl::StatusOr<SpeculativeResult> SpeculativeGenerate(const target::TargetModel& target,
+                                                      const Drafter& drafter,
+                                                      absl::Span<const int32_t> prompt,
+                                                      int64_t max_new_tokens,
+                                                      const SpeculativeOptions& options = {});
 
-// Plain greedy decoding (no drafter) for the same comparison.
-absl::StatusOr<std::vector<int32_t>> GreedyGenerate(const target::TargetModel& target,
-                                                    absl::Span<const int32_t> prompt,
-                                                    int64_t max_new_tokens);
+// Plain decoding (no drafter), one row per step, same sampler keys.
+absl::StatusOr<std::vector<int32_t>> PlainGenerate(const target::TargetModel& target,
+                                                   absl::Span<const int32_t> prompt,
+                                                   int64_t max_new_tokens,
+                                                   const sampler::SamplingParams& sampling = {},
+                                                   uint64_t seed = 0);
 
 }  // namespace twinspan::drafter
 

@@ -147,7 +147,7 @@ TEST(DrafterSpeculativeGoldenTest, DFlashV1GenerationIsTheReferences) {
   auto reference = Checkpoint::Open(GoldenPath("dflash_drafter_tiny/reference.safetensors"));
   ASSERT_TRUE(reference.ok());
   const std::vector<int32_t> prompt = Narrow(Ints(**reference, "prompt_ids"));
-  auto result = GreedySpeculativeGenerate(*pair.target, *pair.drafter, prompt, 24);
+  auto result = SpeculativeGenerate(*pair.target, *pair.drafter, prompt, 24);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->output_ids, Narrow(Ints(**reference, "spec_generate_output_ids")));
   EXPECT_EQ(result->round_proposals[0], Narrow(Ints(**reference, "draft_token_ids")));
@@ -160,7 +160,7 @@ void ExpectDFlash2Generation(const std::string& drafter_dir, const std::string& 
   ASSERT_TRUE(reference.ok());
   const Checkpoint& ref = **reference;
   const std::vector<int32_t> prompt = Narrow(Ints(ref, "prompt_ids"));
-  auto result = GreedySpeculativeGenerate(*pair.target, *pair.drafter, prompt, 24);
+  auto result = SpeculativeGenerate(*pair.target, *pair.drafter, prompt, 24);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->output_ids, Narrow(Ints(ref, "spec_generate_output_ids")));
   EXPECT_EQ(result->accept_lengths, Ints(ref, "spec_accept_lengths"));
@@ -173,7 +173,7 @@ void ExpectDFlash2Generation(const std::string& drafter_dir, const std::string& 
     }
     EXPECT_EQ(result->round_proposals[r], want) << "round " << r;
   }
-  auto plain = GreedyGenerate(*pair.target, prompt, 24);
+  auto plain = PlainGenerate(*pair.target, prompt, 24);
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(result->output_ids, *plain);
 }

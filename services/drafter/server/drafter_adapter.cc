@@ -1,0 +1,120 @@
+#include "services/drafter/server/drafter_adapter.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/hash/sha256.h"
+#include "common/status.h"
+#include "kernels/cpu/parallel.h"
+#include "services/drafter/drafter.h"
+#include "services/engine/checkpoint_fingerprint.h"
+
+namespace twinspan::serving {
+namespace {
+
+class AdapterSession : public engine::DraftSession {
+ public:
+  AdapterSession(const drafter::Drafter* drafter, std::unique_ptr<drafter::DraftStream> stream)
+      : drafter_(drafter), stream_(std::move(stream)) {}
+
+  absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt_ids,
+                                             const engine::TapRows& taps,
+                                             uint32_t pending) override {
+    return AppendAndPropose(prompt_ids.size(), taps, pending);
+  }
+  absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
+                                               const engine::TapRows& taps,
+                                               uint32_t pending) override {
+    return AppendAndPropose(ids.size(), taps, pending);
+  }
+
+ private:
+  absl::StatusOr<std::vector<uint32_t>> AppendAndPropose(size_t ids, const engine::TapRows& taps,
+                                                         uint32_t pending) {
+    if (taps.rows != static_cast<int64_t>(ids)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("drafter: ", taps.rows, " tap rows for ", ids, " ids"));
+    }
+    ABSL_RETURN_IF_ERROR(drafter_->AppendTaps(
+        *stream_, drafter::TapForm::kRaw,
+        std::span<const float>(taps.data.data(), taps.data.size()), taps.rows));
+    drafter::ProposeOptions options;  // greedy, the checkpoint's block size
+    ABSL_ASSIGN_OR_RETURN(drafter::Proposal proposal,
+                          drafter_->Propose(*stream_, static_cast<int32_t>(pending), options));
+    return std::vector<uint32_t>(proposal.ids.begin(), proposal.ids.end());
+  }
+
+  const drafter::Drafter* drafter_;
+  std::unique_ptr<drafter::DraftStream> stream_;
+};
+
+class DrafterAdapter : public engine::DraftModel {
+ public:
+  DrafterAdapter(std::unique_ptr<cpu::ThreadPool> pool, std::unique_ptr<drafter::Drafter> drafter,
+                 engine::DrafterInfo info)
+      : pool_(std::move(pool)), drafter_(std::move(drafter)), info_(std::move(info)) {}
+
+  const engine::DrafterInfo& info() const override { return info_; }
+  absl::StatusOr<std::unique_ptr<engine::DraftSession>> NewSession() const override {
+    ABSL_ASSIGN_OR_RETURN(std::unique_ptr<drafter::DraftStream> stream, drafter_->NewStream());
+    return std::make_unique<AdapterSession>(drafter_.get(), std::move(stream));
+  }
+
+ private:
+  std::unique_ptr<cpu::ThreadPool> pool_;  // before drafter_: outlives it
+  std::unique_ptr<drafter::Drafter> drafter_;
+  engine::DrafterInfo info_;
+};
+
+absl::StatusOr<std::string> FileSha256(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("drafter: cannot read ", path));
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return hash::Sha256Hex(bytes.str());
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
+    const DrafterAdapterOptions& o) {
+  auto pool = std::make_unique<cpu::ThreadPool>(std::max(1, o.threads));
+  drafter::DrafterOptions options;
+  options.model.pool = pool.get();
+  options.model.context = o.context;
+  options.head = o.head_variant;
+  ABSL_ASSIGN_OR_RETURN(std::unique_ptr<drafter::Drafter> d,
+                        drafter::Drafter::Open(o.drafter_dir, o.target_dir, options));
+  engine::DrafterInfo info;
+  const drafter::DrafterConfig& c = d->config();
+  info.block_size = static_cast<int>(c.block_size);
+  info.head_variant = o.head_variant;
+  info.vocab_size = static_cast<int>(c.vocab_size);
+  ABSL_ASSIGN_OR_RETURN(
+      info.tokenizer_sha256,
+      FileSha256((std::filesystem::path(o.target_dir) / "tokenizer.json").string()));
+  ABSL_ASSIGN_OR_RETURN(info.target_fingerprint, engine::CheckpointFingerprint(o.target_dir));
+  info.target_layer_ids = c.target_layer_ids;
+  info.tap_width = static_cast<int>(c.num_taps() * c.hidden_size);
+  info.max_streams = o.max_streams;
+  info.max_context = o.context;
+  return std::unique_ptr<engine::DraftModel>(
+      new DrafterAdapter(std::move(pool), std::move(d), std::move(info)));
+}
+
+absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenInProcessDrafter(
+    const std::string& drafter_dir, const std::string& target_dir, const std::string& head_variant,
+    int64_t context, int threads) {
+  DrafterAdapterOptions o;
+  o.drafter_dir = drafter_dir;
+  o.target_dir = target_dir;
+  o.head_variant = head_variant;
+  o.context = context;
+  o.threads = threads;
+  return OpenDrafterAdapter(o);
+}
+
+}  // namespace twinspan::serving

@@ -1,0 +1,35 @@
+// engine::DraftModel over drafter::Drafter: raw taps in, greedy proposals out (with one-hot drafts,
+// accept-if-equal loses no acceptance against rejection sampling).
+#ifndef TWINSPAN_SERVICES_DRAFTER_SERVER_DRAFTER_ADAPTER_H_
+#define TWINSPAN_SERVICES_DRAFTER_SERVER_DRAFTER_ADAPTER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "services/engine/draft_model.h"
+
+namespace twinspan::serving {
+
+struct DrafterAdapterOptions {
+  std::string drafter_dir;
+  std::string target_dir;  // the target checkpoint: embedding, lm_head, tokenizer
+  std::string head_variant = "two-span";
+  int64_t context = 4096;  // positions per stream (context plus one block)
+  int threads = 1;
+  int max_streams = 256;
+};
+
+// Opens the drafter and the target views. Errors: those of Drafter::Open, of reading the target's
+// tokenizer.json, and of CheckpointFingerprint.
+absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
+    const DrafterAdapterOptions& options);
+
+// The target stack's hook for single-process mode (signature of serving::DraftModelOpener).
+absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenInProcessDrafter(
+    const std::string& drafter_dir, const std::string& target_dir, const std::string& head_variant,
+    int64_t context, int threads);
+
+}  // namespace twinspan::serving
+
+#endif  // TWINSPAN_SERVICES_DRAFTER_SERVER_DRAFTER_ADAPTER_H_

@@ -1,0 +1,76 @@
+// twinspan-drafter: a DFlash / DFlash2 drafter over the target's embedding and head, serving the
+// twinspan.v1.Drafter Draft stream to any number of targets. Drains on SIGTERM.
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "common/metrics/metrics_http.h"
+#include "common/metrics/serving_metrics.h"
+#include "services/drafter/server/drafter_adapter.h"
+#include "services/engine/grpc/drafter_service.h"
+#include "services/engine/grpc/server_runner.h"
+#include "spdlog/spdlog.h"
+
+namespace {
+
+int Run(int argc, char** argv) {
+  CLI::App app{"twinspan-drafter: DFlash2 proposals over a bidirectional gRPC stream"};
+  twinspan::serving::DrafterAdapterOptions o;
+  std::string listen = "127.0.0.1:50052", metrics_listen = "127.0.0.1:0", log_level = "info";
+  int max_message_mb = 64;
+  double drain_seconds = 5;
+  app.add_option("--model", o.drafter_dir, "Drafter checkpoint folder")->required();
+  app.add_option("--target-model", o.target_dir,
+                 "Target checkpoint folder (embedding, lm_head, tokenizer)")
+      ->required();
+  app.add_option("--head-variant", o.head_variant, "full, two-span, or spans a:b,c:d");
+  app.add_option("--listen", listen, "gRPC address (port 0 picks one)");
+  app.add_option("--metrics", metrics_listen, "/metrics address (port 0 picks one)");
+  app.add_option("--context", o.context, "Positions per stream (context plus one block)");
+  app.add_option("--threads", o.threads, "CPU threads");
+  app.add_option("--max-streams", o.max_streams, "Open streams per target connection");
+  app.add_option("--max-message-mb", max_message_mb, "gRPC message size limit");
+  app.add_option("--drain-seconds", drain_seconds, "Grace period on SIGTERM");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  CLI11_PARSE(app, argc, argv);
+  twinspan::rpc::SetUpLogging("drafter", log_level);
+  twinspan::rpc::BlockTerminationSignals();
+
+  auto model = twinspan::serving::OpenDrafterAdapter(o);
+  if (!model.ok()) {
+    spdlog::error("{}", model.status().ToString());
+    return 1;
+  }
+  const auto& info = (*model)->info();
+  spdlog::info("drafter: {} over {}: head {}, block {}, taps from layers [{}]", o.drafter_dir,
+               o.target_dir, info.head_variant, info.block_size,
+               fmt::join(info.target_layer_ids, ","));
+  auto registry = std::make_shared<prometheus::Registry>();
+  twinspan::metrics::ServingMetrics metrics(registry, "drafter");
+  auto http = twinspan::metrics::MetricsHttp::Start(metrics_listen, registry);
+  if (!http.ok()) {
+    spdlog::error("{}", http.status().ToString());
+    return 1;
+  }
+  twinspan::rpc::DrafterServiceOptions service_options;
+  service_options.max_streams_per_connection = o.max_streams;
+  twinspan::rpc::DrafterService service(model->get(), service_options, &metrics);
+  twinspan::rpc::ServerOptions options;
+  options.listen = listen;
+  options.max_message_bytes = max_message_mb << 20;
+  auto server = twinspan::rpc::RunningServer::Start(options, {&service});
+  if (!server.ok()) {
+    spdlog::error("{}", server.status().ToString());
+    return 1;
+  }
+  twinspan::rpc::AnnounceListening("drafter", (*server)->port(), (*http)->port());
+  const int signal = twinspan::rpc::WaitForTerminationSignal();
+  spdlog::info("drafter: signal {}, stopping (targets continue without drafts)", signal);
+  (*server)->Shutdown(absl::Now() + absl::Seconds(drain_seconds));
+  spdlog::info("drafter: stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Run(argc, argv); }
