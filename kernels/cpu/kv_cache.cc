@@ -1,7 +1,9 @@
 #include "kernels/cpu/kv_cache.h"
 
+#include <bit>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "absl/strings/str_format.h"
 #include "common/safetensors/half.h"
@@ -73,6 +75,43 @@ void KvCache::ReadValue(int64_t position, int64_t head, float* out) const {
     return;
   }
   for (int64_t i = 0; i < head_dim_; ++i) out[i] = BFloat16ToFloat(v16_[offset + i]);
+}
+
+namespace {
+
+// Rows of one kv head out of a [positions, kv_heads, head_dim] buffer; bf16 widens by a shift.
+template <typename T>
+void ReadRows(const T* base, int64_t row_size, int64_t head_dim, int64_t first, int64_t count,
+              int64_t head, float* out) {
+  for (int64_t i = 0; i < count; ++i) {
+    const T* src = base + (first + i) * row_size + head * head_dim;
+    float* dst = out + i * head_dim;
+    if constexpr (std::is_same_v<T, float>) {
+      std::memcpy(dst, src, head_dim * sizeof(float));
+    } else {
+      for (int64_t j = 0; j < head_dim; ++j) {
+        dst[j] = std::bit_cast<float>(static_cast<uint32_t>(src[j]) << 16);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void KvCache::ReadKeys(int64_t first, int64_t count, int64_t head, float* out) const {
+  if (dtype_ == KvDtype::kF32) {
+    ReadRows(k32_.get(), row_size(), head_dim_, first, count, head, out);
+  } else {
+    ReadRows(k16_.get(), row_size(), head_dim_, first, count, head, out);
+  }
+}
+
+void KvCache::ReadValues(int64_t first, int64_t count, int64_t head, float* out) const {
+  if (dtype_ == KvDtype::kF32) {
+    ReadRows(v32_.get(), row_size(), head_dim_, first, count, head, out);
+  } else {
+    ReadRows(v16_.get(), row_size(), head_dim_, first, count, head, out);
+  }
 }
 
 }  // namespace twinspan::cpu

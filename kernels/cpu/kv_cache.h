@@ -41,6 +41,10 @@ class KvCache {
   // REQUIRES: 0 <= position < capacity(), 0 <= head < kv_heads().
   void ReadKey(int64_t position, int64_t head, float* out) const;
   void ReadValue(int64_t position, int64_t head, float* out) const;
+  // Copies `count` consecutive positions from `first` of kv head `head` as [count, head_dim].
+  // REQUIRES: 0 <= first, first + count <= capacity(), 0 <= head < kv_heads().
+  void ReadKeys(int64_t first, int64_t count, int64_t head, float* out) const;
+  void ReadValues(int64_t first, int64_t count, int64_t head, float* out) const;
 
  private:
   KvDtype dtype_ = KvDtype::kBF16;
