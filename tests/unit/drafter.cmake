@@ -10,6 +10,7 @@ if(TARGET twinspan_drafter)
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/drafter/drafter_config_test.cc
             ${CMAKE_CURRENT_LIST_DIR}/drafter/head_variant_test.cc
             ${CMAKE_CURRENT_LIST_DIR}/drafter/drafter_weights_test.cc
+            ${CMAKE_CURRENT_LIST_DIR}/drafter/draft_head_test.cc
     LIBS twinspan_drafter twinspan_safetensors
     LABELS unit)
 endif()
