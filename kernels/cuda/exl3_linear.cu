@@ -72,6 +72,8 @@ namespace exl3_kernel {
 __global__ void RotateInputKernel(const float* __restrict__ x, int64_t ldx,
                                   const __half* __restrict__ suh, __half* __restrict__ xh, int m,
                                   int k) {
+  WaitForPriorGrids();  // x comes from the previous grid; then the linear may start its prologue.
+  AllowNextGrid();
   const int lane = threadIdx.x & 31;
   const int64_t item = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int chunks = k / 128;

@@ -48,21 +48,37 @@ struct LinearParams {
   int m, k, n, sk, wk;
 };
 
-// Pipeline depth per warp: about 2 KB of trellis in flight per warp.
-template <int K>
-constexpr int Stages() {
-  return (2048 / (64 * K)) > 8 ? 8 : ((2048 / (64 * K)) < 3 ? 3 : (2048 / (64 * K)));
+// Pipeline depth per warp: the ring holds each k step's trellis words and its A tile.
+template <int K, int MT>
+__host__ __device__ constexpr int Stages() {
+  // Measured on the H200: 8 stages at MT = 1, K <= 4 beat 6 by 10-20% at one row.
+  return MT == 1 ? (K <= 4 ? 8 : 6) : (MT == 2 ? 4 : 3);
 }
 
 template <int K>
-constexpr int StageWords() {  // uint32 words of one warp's k step (two tiles).
+__host__ __device__ constexpr int
+StageWords() {  // uint32 words of one warp's k step of trellis (two tiles).
   return kTilesPerWarp * 8 * K;
 }
 
-// Dynamic shared memory of one block: the warps' rings plus the 16*MT x 32 reduction tile.
+// A tile of one k step: 16*MT rows of 16 halves, rows padded to 12 words so the fragment loads of
+// a warp hit 32 distinct banks.
+constexpr int kARowWords = 12;
+template <int MT>
+__host__ __device__ constexpr int AWords() {
+  return 16 * MT * kARowWords;
+}
+
 template <int K, int MT>
-constexpr int SharedBytes(int wk) {
-  return wk * Stages<K>() * StageWords<K>() * 4 + 16 * MT * 32 * 4;
+__host__ __device__ constexpr int RingWords() {  // One warp's ring.
+  return Stages<K, MT>() * (StageWords<K>() + AWords<MT>());
+}
+
+// Dynamic shared memory of one block: the warps' rings, reused for the 16*MT x 32 reduction tile.
+template <int K, int MT>
+__host__ __device__ constexpr int SharedBytes(int wk) {
+  const int ring = wk * RingWords<K, MT>() * 4, red = 16 * MT * 32 * 4;
+  return ring > red ? ring : red;
 }
 
 // ---- decode ---------------------------------------------------------------------------------
@@ -104,7 +120,9 @@ template <int bit>
 __device__ __forceinline__ uint32_t StateAt(uint32_t w0, uint32_t w1, uint32_t w2) {
   constexpr int q = bit / 32, r = bit % 32;
   const uint32_t a = q == 0 ? w0 : (q == 1 ? w1 : w2);
-  if constexpr (r + 16 <= 32) {
+  if constexpr (r == 8) {
+    return __byte_perm(a, 0u, 0x4421);  // Bytes 2..1, zero above: one PRMT.
+  } else if constexpr (r + 16 <= 32) {
     return (a >> (16 - r)) & 0xFFFFu;
   } else {
     const uint32_t b = q == 0 ? w1 : w2;
@@ -112,10 +130,11 @@ __device__ __forceinline__ uint32_t StateAt(uint32_t w0, uint32_t w1, uint32_t w
   }
 }
 
-// Per-lane constants for reading one tile: the 4 words holding the lane's 8 windows and the bit
-// offset of the first window inside the first word. Positions 8l..8l+7 belong to lane l.
+// Per-lane constants for reading one tile: byte offsets of the 4 words holding the lane's 8
+// windows, and the bit offset of the first window inside the first word. Positions 8l..8l+7
+// belong to lane l.
 struct LaneWindow {
-  int word[4];
+  uint32_t byte[4];
   int offset;
 };
 
@@ -125,18 +144,21 @@ __device__ __forceinline__ LaneWindow MakeLaneWindow(int lane) {
   const int bits = 256 * K;
   const int b0 = ((8 * lane + 1) * K - 16 + bits) % bits;  // Window of position 8l starts here.
   const int first = b0 / 32;
-  for (int i = 0; i < 4; ++i) w.word[i] = (first + i) % (8 * K);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) w.byte[i] = 4 * ((first + i) % (8 * K));
   w.offset = b0 % 32;
   return w;
 }
 
-// Decodes the lane's 8 positions of one tile (8K words at `tile`) into two m16n8k16 B fragments:
-// frag[0..1] for columns 0..7 of the tile, frag[2..3] for columns 8..15.
+// Decodes the lane's 8 positions of one tile (8K words at byte address `tile` in shared memory)
+// into two m16n8k16 B fragments: frag[0..1] for tile columns 0..7, frag[2..3] for columns 8..15.
 template <Cb CB, int K>
-__device__ __forceinline__ void DecodeTile(const uint32_t* tile, const LaneWindow& lw,
+__device__ __forceinline__ void DecodeTile(const char* tile, const LaneWindow& lw,
                                            uint32_t frag[4]) {
-  const uint32_t a = tile[lw.word[0]], b = tile[lw.word[1]], c = tile[lw.word[2]],
-                 d = tile[lw.word[3]];
+  const uint32_t a = *reinterpret_cast<const uint32_t*>(tile + lw.byte[0]);
+  const uint32_t b = *reinterpret_cast<const uint32_t*>(tile + lw.byte[1]);
+  const uint32_t c = *reinterpret_cast<const uint32_t*>(tile + lw.byte[2]);
+  const uint32_t d = *reinterpret_cast<const uint32_t*>(tile + lw.byte[3]);
   const uint32_t w0 = __funnelshift_l(b, a, lw.offset);
   const uint32_t w1 = __funnelshift_l(c, b, lw.offset);
   const uint32_t w2 = __funnelshift_l(d, c, lw.offset);
@@ -157,14 +179,26 @@ __device__ __forceinline__ void Mma16816(float c[4], const uint32_t a[4], uint32
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
-  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
+__device__ __forceinline__ void CpAsync16(uint32_t smem_addr, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr), "l"(gmem));
 }
 __device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n"); }
 template <int N>
 __device__ __forceinline__ void CpAsyncWait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Programmatic dependent launch (sm_90+; a no-op before): wait for the grids this one depends on,
+// and let the next grid in the stream start its prologue.
+__device__ __forceinline__ void WaitForPriorGrids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void AllowNextGrid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" :::);
+#endif
 }
 
 // ---- kernels ---------------------------------------------------------------------------------
@@ -189,9 +223,10 @@ __device__ __forceinline__ void Hadamard128(float v[4]) {
 }
 
 template <Cb CB, int K, int MT>
-__global__ void __launch_bounds__(256) LinearKernel(LinearParams p) {
-  constexpr int kStages = Stages<K>();
+__global__ void __launch_bounds__(256, MT == 1 ? 3 : 2) LinearKernel(LinearParams p) {
+  constexpr int kStages = Stages<K, MT>();
   constexpr int kWords = StageWords<K>();
+  constexpr int kStageWords = kWords + AWords<MT>();
   extern __shared__ __align__(16) uint32_t smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int colblock = blockIdx.x / kColGroups, group = blockIdx.x % kColGroups;
@@ -200,20 +235,39 @@ __global__ void __launch_bounds__(256) LinearKernel(LinearParams p) {
   const int per_warp = kt / (p.sk * p.wk);
   const int tk0 = (split * p.wk + warp) * per_warp;
   const int tn0 = colblock * 8 + group * kTilesPerWarp;
+  const int rows = p.m < 16 * MT ? p.m : 16 * MT;
 
-  uint32_t* ring = smem + warp * kStages * kWords;
-  float* red = reinterpret_cast<float*>(smem + p.wk * kStages * kWords);
+  constexpr int kStageBytes = kStageWords * 4, kRingBytes = kStages * kStageBytes;
+  char* ring = reinterpret_cast<char*>(smem) + warp * kRingBytes;
+  const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+  // Rows >= m of every A tile stay zero: cp.async writes rows < m only.
+  for (int i = lane; i < kRingBytes / 4; i += 32) reinterpret_cast<uint32_t*>(ring)[i] = 0u;
+  __syncwarp();
 
-  // One warp step = two adjacent tiles of one k-tile row: 2 * 32K contiguous bytes.
-  const uint16_t* src0 = p.trellis + static_cast<int64_t>(tk0) * p.tile_row_stride +
-                         static_cast<int64_t>(tn0) * 16 * K;
-  auto issue = [&](int step) {
-    if (step < per_warp && lane * 4 < kWords) {
-      const uint16_t* g = src0 + static_cast<int64_t>(step) * p.tile_row_stride + lane * 8;
-      uint32_t* s = ring + (step % kStages) * kWords + lane * 4;
-      CpAsync16(s, g);  // kWords <= 128 for K <= 8: one 16-byte chunk per lane at most.
-    }
-    CpAsyncCommit();
+  // Per-lane copy plan, fixed for the loop: at most one 16-byte trellis chunk (kWords <= 128 for
+  // K <= 8) and up to MT 16-byte chunks of A (row c / 2, columns 8 * (c % 2) of the k-tile).
+  const bool has_trellis = lane * 4 < kWords;
+  const int64_t stride = p.tile_row_stride;
+  const uint16_t* tsrc = p.trellis + static_cast<int64_t>(tk0) * stride +
+                         static_cast<int64_t>(tn0) * 16 * K + lane * 8;
+  const __half* xsrc = p.xh + static_cast<int64_t>(tk0) * 16;
+  int a_goff[MT];
+  uint32_t a_soff[MT];
+  bool a_on[MT];
+#pragma unroll
+  for (int i = 0; i < MT; ++i) {
+    const int c = lane + 32 * i;
+    a_on[i] = c < 2 * rows;
+    a_goff[i] = (c >> 1) * p.k + (c & 1) * 8;
+    a_soff[i] = 4 * (kWords + (c >> 1) * kARowWords + (c & 1) * 4);
+  }
+  auto issue_trellis = [&](const uint16_t* src, uint32_t slot) {
+    if (has_trellis) CpAsync16(ring_s + slot + lane * 16, src);
+  };
+  auto issue_a = [&](const __half* src, uint32_t slot) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+      if (a_on[i]) CpAsync16(ring_s + slot + a_soff[i], src + a_goff[i]);
   };
 
   const LaneWindow lw = MakeLaneWindow<K>(lane);
@@ -227,36 +281,55 @@ __global__ void __launch_bounds__(256) LinearKernel(LinearParams p) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[mt][t][h][i] = 0.f;
 
+          // Weights stream in while the input rotation (the previous grid) finishes; A after it is
+          // done. Group S-1+step always holds step's A (and from step S-1 on its trellis too), so
+          // the main loop waits with S-2 groups pending.
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) issue(s);
-
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < per_warp) issue_trellis(tsrc + s * stride, s * kStageBytes);
+    CpAsyncCommit();
+  }
+  WaitForPriorGrids();
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < per_warp) issue_a(xsrc + s * 16, s * kStageBytes);
+    CpAsyncCommit();
+  }
+  const uint16_t* tnext = tsrc + (kStages - 1) * stride;
+  const __half* xnext = xsrc + (kStages - 1) * 16;
+  uint32_t read_off = 0, write_off = (kStages - 1) * kStageBytes;
+  // A fragment of this lane: row arow (+8), k columns acol (+1) and acol + 8 (+9).
   const int arow = lane >> 2, acol = (lane & 3) * 2;
+  const uint32_t a_frag_off = 4 * (kWords + arow * kARowWords + (lane & 3));
+
   for (int step = 0; step < per_warp; ++step) {
     CpAsyncWait<kStages - 2>();
     __syncwarp();
-    issue(step + kStages - 1);
+    if (step + kStages - 1 < per_warp) {
+      issue_trellis(tnext, write_off);
+      issue_a(xnext, write_off);
+    }
+    CpAsyncCommit();
+    tnext += stride;
+    xnext += 16;
+    write_off = write_off + kStageBytes == kRingBytes ? 0 : write_off + kStageBytes;
 
-    // A fragments for this k-tile: rows mt*16 + arow (+8), columns acol (+1), (+8, +9).
-    const int kc = (tk0 + step) * 16 + acol;
+    const char* stage = ring + read_off;
+    read_off = read_off + kStageBytes == kRingBytes ? 0 : read_off + kStageBytes;
     uint32_t a[MT][4];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
-      const int r0 = mt * 16 + arow, r1 = r0 + 8;
-      const uint32_t* x0 =
-          reinterpret_cast<const uint32_t*>(p.xh + static_cast<int64_t>(r0) * p.k + kc);
-      const uint32_t* x1 =
-          reinterpret_cast<const uint32_t*>(p.xh + static_cast<int64_t>(r1) * p.k + kc);
-      a[mt][0] = r0 < p.m ? __ldg(x0) : 0u;
-      a[mt][1] = r1 < p.m ? __ldg(x1) : 0u;
-      a[mt][2] = r0 < p.m ? __ldg(x0 + 4) : 0u;
-      a[mt][3] = r1 < p.m ? __ldg(x1 + 4) : 0u;
+      const uint32_t* ar =
+          reinterpret_cast<const uint32_t*>(stage + a_frag_off + mt * 16 * kARowWords * 4);
+      a[mt][0] = ar[0];
+      a[mt][1] = ar[8 * kARowWords];
+      a[mt][2] = ar[4];
+      a[mt][3] = ar[8 * kARowWords + 4];
     }
-
-    const uint32_t* stage = ring + (step % kStages) * kWords;
 #pragma unroll
     for (int t = 0; t < kTilesPerWarp; ++t) {
       uint32_t b[4];
-      DecodeTile<CB, K>(stage + t * 8 * K, lw, b);
+      DecodeTile<CB, K>(stage + t * 32 * K, lw, b);
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
         if (mt * 16 < p.m) {
@@ -267,6 +340,8 @@ __global__ void __launch_bounds__(256) LinearKernel(LinearParams p) {
     }
   }
   CpAsyncWait<0>();
+  __syncthreads();  // The rings become the reduction tile.
+  float* red = reinterpret_cast<float*>(smem);
 
   // Warp partials summed in warp order: red = ((w0 + w1) + w2) + ...
   for (int w = 0; w < p.wk; ++w) {

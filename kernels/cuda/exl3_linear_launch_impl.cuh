@@ -10,14 +10,25 @@ template <Cb CB, int K, int MT>
 cudaError_t LaunchOne(const LinearParams& p, cudaStream_t stream) {
   const int smem = SharedBytes<K, MT>(p.wk);
   auto* kernel = &LinearKernel<CB, K, MT>;
-  if (smem > 48 * 1024) {
+  if (smem > 48 * 1024 - 256) {  // The kernel's own 16 bytes of static shared memory count too.
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess) return e;
   }
   const dim3 grid(static_cast<unsigned>(p.n / 128 * kColGroups), static_cast<unsigned>(p.sk));
-  kernel<<<grid, 32 * p.wk, smem, stream>>>(p);
-  return cudaGetLastError();
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = dim3(32 * p.wk);
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attr;  // Overlaps this grid's weight prefetch with the input rotation.
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, p);
+  if (e != cudaSuccess) cudaGetLastError();  // Clear it so the next launch reports its own error.
+  return e;
 }
 
 template <Cb CB, int K>
