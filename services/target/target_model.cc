@@ -67,12 +67,7 @@ absl::StatusOr<std::unique_ptr<TargetModel>> OpenTargetModel(const std::string& 
     case TargetFamily::kQwen3:
       return OpenQwen3Model(config, std::move(checkpoint), options);
     case TargetFamily::kQwen35:
-#ifdef TWINSPAN_TARGET_HAS_QWEN35
       return OpenQwen35Model(config, std::move(checkpoint), options);
-#else
-      return absl::UnimplementedError(
-          absl::StrFormat("%s: the qwen3_5 family is not built into this binary", dir));
-#endif
   }
   return absl::InternalError("unknown target family");
 }
