@@ -7,3 +7,12 @@ if(TARGET twinspan_drafter)
     LIBS twinspan_drafter twinspan_safetensors
     LABELS golden)
 endif()
+if(TARGET twinspan-draft)
+  twinspan_test(drafter_tool_golden_test
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/drafter/draft_tool_golden_test.cc
+    LIBS twinspan_safetensors absl::strings
+    LABELS golden)
+  target_compile_definitions(drafter_tool_golden_test PRIVATE
+    TWINSPAN_DRAFT_BINARY="$<TARGET_FILE:twinspan-draft>")
+  add_dependencies(drafter_tool_golden_test twinspan-draft)
+endif()
