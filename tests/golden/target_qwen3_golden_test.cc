@@ -3,6 +3,7 @@
 //    hidden states, layer outputs and final norm to rel_fro 1e-4; the 16 greedy tokens exactly.
 //  - exl3_qwen3_tiny: exllamav3 1.4.1's own forward of its EXL3 conversion (sections 2-3): logits
 //    to rel_fro 5e-3 and max_abs 0.03.
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,17 @@ TEST(Qwen3GoldenTest, Exl3TinyMatchesExllamav3Logits) {
   EXPECT_LE(testing::MaxAbs(result.logits, expected), 0.03);
   // Sanity only (quantization noise): about 0.15 against HF on the unquantized weights.
   EXPECT_LE(RelFro(result.logits, ref.Floats("hf_fp32_logits")), 0.3);
+
+  // Threads split EXL3 linears into column views: the same bits as one thread.
+  auto single = OpenOrFail(dir, nullptr);
+  ASSERT_NE(single, nullptr);
+  auto single_state = single->NewSequence();
+  ForwardResult single_result;
+  ASSERT_TRUE(single->Forward(**single_state, request, &single_result).ok());
+  ASSERT_EQ(single_result.logits.size(), result.logits.size());
+  EXPECT_EQ(std::memcmp(single_result.logits.data(), result.logits.data(),
+                        result.logits.size() * sizeof(float)),
+            0);
 }
 
 }  // namespace
