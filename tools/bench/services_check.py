@@ -2,9 +2,11 @@
 """Integration check: starts real Twinspan services on loopback, runs twinspan-bench on one small cell
 with every exactness check, verifies the counts, and stops the services.
 
-Each --service NAME=COMMAND starts in order; a service must print "... listening grpc=<port> ..." on
-stdout (as every Twinspan server does). "{NAME}" in a later command becomes 127.0.0.1:<port> of an
-earlier service. The bench runs against the last service.
+Steps run in the order given: --run COMMAND runs to completion (e.g. writing the demo model),
+--write PATH=TEXT writes a file under the work folder (e.g. a router config), and --service
+NAME=COMMAND starts a server that must print "... listening grpc=<port> ..." on stdout (as every
+Twinspan server does). In any step "{work}" becomes the work folder and "{NAME}" 127.0.0.1:<port> of
+an earlier service. The bench runs against the last service.
 """
 
 import argparse
@@ -91,9 +93,27 @@ def check_totals(report: dict, checks: list) -> list:
     return problems
 
 
+class Step(argparse.Action):
+    """Keeps --run, --write and --service in one list, in command-line order."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        steps = getattr(namespace, "steps", None) or []
+        steps.append((option_string.lstrip("-"), value))
+        namespace.steps = steps
+
+
+def substitute(text: str, work: str, addresses: dict) -> str:
+    text = text.replace("{work}", work)
+    for name, address in addresses.items():
+        text = text.replace("{" + name + "}", address)
+    return text
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--service", action="append", required=True, metavar="NAME=COMMAND")
+    p.add_argument("--run", action=Step, metavar="COMMAND", dest="steps")
+    p.add_argument("--write", action=Step, metavar="PATH=TEXT", dest="steps")
+    p.add_argument("--service", action=Step, metavar="NAME=COMMAND", dest="steps")
     p.add_argument("--bench", required=True, help="the twinspan-bench executable")
     p.add_argument("--startup-timeout", type=float, default=120.0)
     p.add_argument("--bench-args", default="--cells code --modes greedy,sampled --levels 1,2 "
@@ -101,18 +121,29 @@ def main(argv=None) -> int:
                    help="the cell to run (default: %(default)s)")
     p.add_argument("--keep-logs", action="store_true")
     args = p.parse_args(argv)
+    if not args.steps or not any(kind == "service" for kind, _ in args.steps):
+        p.error("give at least one --service NAME=COMMAND")
 
     work = tempfile.mkdtemp(prefix="twinspan-bench-it-")
     services, addresses = [], {}
     code = 1
     try:
-        for spec in args.service:
-            name, _, command = spec.partition("=")
-            if not name or not command:
-                raise RuntimeError(f"--service wants NAME=COMMAND, got '{spec}'")
-            for known, address in addresses.items():
-                command = command.replace("{" + known + "}", address)
-            service = Service(name, shlex.split(command), work)
+        for kind, spec in args.steps:
+            if kind == "run":
+                command = shlex.split(substitute(spec, work, addresses))
+                print(f"services_check: running {' '.join(command)}", flush=True)
+                done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+                if done.returncode != 0:
+                    raise RuntimeError(f"'{spec}' exited {done.returncode}:\n{done.stdout}{done.stderr}")
+                continue
+            name, _, value = spec.partition("=")
+            if not name or not value:
+                raise RuntimeError(f"--{kind} wants NAME=VALUE, got '{spec}'")
+            if kind == "write":
+                with open(os.path.join(work, name), "w", encoding="utf-8") as f:
+                    f.write(substitute(value, work, addresses))
+                continue
+            service = Service(name, shlex.split(substitute(value, work, addresses)), work)
             services.append(service)
             service.wait_ready(args.startup_timeout)
             addresses[name] = f"127.0.0.1:{service.port}"

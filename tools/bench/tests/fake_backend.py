@@ -33,13 +33,16 @@ class FakeBackendForBenchTests:
         self.draft_bug = False  # drafted replies differ from draft: false
         self.repeat_bug = False  # every call differs from the one before
         self.fail_seeds = set()
+        self.drafter_after = 0  # ModelInfo says drafter_connected from this many calls on
         self.lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
         self.calls = []
 
     def model_info(self, timeout_s):
-        return {"model_name": "fake", "max_context": 4096}
+        self.model_info_calls = getattr(self, "model_info_calls", 0) + 1
+        connected = self.model_info_calls > self.drafter_after
+        return {"model_name": "fake", "max_context": 4096, "drafter_connected": connected}
 
     def prompt_tokens(self, prompt):
         text = prompt.text if prompt.text is not None else repr(prompt.messages)

@@ -154,6 +154,20 @@ class CommandLineTest(unittest.TestCase):
                 "--reps", "1", "--quiet", "--strict"]
         self.assertEqual(run_main(argv, backend)[0], 1)
 
+    def test_require_drafter_waits_for_the_drafter_then_gives_up(self):
+        backend = FakeBackendForBenchTests()
+        backend.drafter_after = 3
+        argv = ["--cells", "code", "--modes", "greedy", "--levels", "1", "--tokens", "4",
+                "--reps", "1", "--quiet", "--require-drafter"]
+        self.assertEqual(run_main(argv, backend)[0], 0)
+        self.assertEqual(backend.model_info_calls, 4)
+        backend = FakeBackendForBenchTests()
+        backend.drafter_after = 10 ** 6
+        code, _, err = run_main(argv + ["--connect-timeout", "0.5"], backend)
+        self.assertEqual(code, 2)
+        self.assertIn("no drafter connected after 0.5 s", err)
+        self.assertEqual(backend.calls, [])
+
     def test_jsonl_on_stdout(self):
         argv = ["--cells", "chat", "--modes", "sampled", "--levels", "2", "--tokens", "8",
                 "--reps", "1", "--jsonl", "-"]

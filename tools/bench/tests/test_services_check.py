@@ -38,6 +38,19 @@ class ServicesCheckTest(unittest.TestCase):
         self.assertIn("did not announce", err)
         self.assertIn("starting", err)
 
+    def test_run_and_write_steps_happen_in_order_in_the_work_folder(self):
+        code, _, err = run(["--run", f"{sys.executable} -c \"open('{{work}}/made', 'w')\"",
+                            "--write", "cfg.json={\"peer\": \"{first}\"}",
+                            "--service", f"first={FAKE}",
+                            "--write", "cfg2.json={first}",
+                            "--service", f"second={FAKE} --peer-file {{work}}/cfg2.json "
+                            f"--need {{work}}/made", "--bench", BENCH, "--bench-args", SMALL])
+        self.assertEqual(code, 0, err)
+        code, _, err = run(["--run", f"{sys.executable} -c \"raise SystemExit(3)\"",
+                            "--service", f"first={FAKE}", "--bench", BENCH])
+        self.assertEqual(code, 1)
+        self.assertIn("exited 3", err)
+
     def test_later_commands_get_earlier_addresses(self):
         code, _, err = run(["--service", f"first={FAKE}",
                             "--service", f"second={FAKE} --peer {{first}}", "--bench", BENCH,

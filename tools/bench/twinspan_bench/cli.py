@@ -7,6 +7,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 
 from . import compare, exactness, prompts, report
 from .model import GREEDY, sampled
@@ -75,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=600.0, help="deadline per request, seconds")
     p.add_argument("--connect-timeout", type=float, default=30.0,
                    help="seconds to wait for the server to answer ModelInfo")
+    p.add_argument("--require-drafter", action="store_true",
+                   help="wait (up to --connect-timeout) until ModelInfo says a drafter is connected")
     p.add_argument("--jsonl", metavar="FILE", help="one JSON line per cell ('-' for stdout)")
     p.add_argument("--report", metavar="FILE", help="full report with per-request evidence (JSON)")
     p.add_argument("--plot", metavar="PNG", help="tokens per round and tok/s per cell and variant")
@@ -144,6 +147,18 @@ def make_backend(args):
     return client.GrpcBackend(args.target, timeout_s=args.timeout, stubs_dir=args.stubs_dir)
 
 
+def wait_for_drafter(backend, model_info: dict, timeout_s: float, poll_s: float = 0.2) -> dict:
+    """ModelInfo once it says drafter_connected; raises ConnectionError after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not model_info.get("drafter_connected", False):
+        if time.monotonic() > deadline:
+            raise ConnectionError(f"--require-drafter: no drafter connected after {timeout_s:g} s "
+                                  f"(ModelInfo head_variant '{model_info.get('head_variant', '')}')")
+        time.sleep(poll_s)
+        model_info = backend.model_info(timeout_s)
+    return model_info
+
+
 def check_prompt_lengths(backend, chosen, tokens: int, model_info: dict) -> dict:
     """Each prompt's token count (Tokenize); raises ValueError when a prompt and its reply would not
     fit the model's context, so a cell never fails half-way for a reason known in advance."""
@@ -174,6 +189,8 @@ def run_bench(args, backend, chosen, modes, out=sys.stdout, err=sys.stderr) -> i
                          warmup_tokens=args.warmup_tokens, alone=args.alone, serial=args.serial,
                          base_seed=args.seed)
     model_info = backend.model_info(args.connect_timeout)
+    if args.require_drafter:
+        model_info = wait_for_drafter(backend, model_info, args.connect_timeout)
     prompt_tokens = check_prompt_lengths(backend, chosen, args.tokens, model_info)
     meta = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
