@@ -9,7 +9,7 @@ bool PieceCache::Lookup(std::string_view piece, std::vector<int32_t>* ids) const
   const size_t hash =
       absl::Hash<absl::string_view>{}(absl::string_view(piece.data(), piece.size()));
   Shard& shard = shards_[hash % kShards];
-  absl::MutexLock lock(&shard.mutex);
+  std::lock_guard<std::mutex> lock(shard.mutex);
   auto it = shard.map.find(absl::string_view(piece.data(), piece.size()));
   if (it == shard.map.end()) return false;
   ids->insert(ids->end(), it->second.begin(), it->second.end());
@@ -21,7 +21,7 @@ void PieceCache::Insert(std::string_view piece, const int32_t* begin, const int3
   const size_t hash =
       absl::Hash<absl::string_view>{}(absl::string_view(piece.data(), piece.size()));
   Shard& shard = shards_[hash % kShards];
-  absl::MutexLock lock(&shard.mutex);
+  std::lock_guard<std::mutex> lock(shard.mutex);
   if (shard.map.size() >= kMaxEntriesPerShard) shard.map.clear();
   shard.map.try_emplace(std::string(piece), Ids(begin, end));
 }

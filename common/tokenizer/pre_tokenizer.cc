@@ -37,72 +37,94 @@ struct Span {
   bool is_match;
 };
 
+// Turns the stream of gap / match spans into pieces with Hugging Face's split behaviours, holding
+// at most one pending span. Empty pieces are dropped. REQUIRES: `emit` outlives the merger.
+class SpanMerger {
+ public:
+  SpanMerger(std::string_view text, SplitBehavior behavior, PieceVisitor emit)
+      : text_(text), behavior_(behavior), emit_(emit) {}
+
+  void Add(Span s) {
+    switch (behavior_) {
+      case SplitBehavior::kIsolated:
+        Emit(s);
+        return;
+      case SplitBehavior::kRemoved:
+        if (!s.is_match) Emit(s);
+        return;
+      case SplitBehavior::kMergedWithPrevious:
+        if (s.is_match && !previous_match_ && has_pending_) {
+          pending_.end = s.end;
+        } else {
+          Flush();
+          Hold(s);
+        }
+        break;
+      case SplitBehavior::kMergedWithNext:
+        // A match joins the span after it when that span is not a match.
+        if (has_pending_ && pending_.is_match && !s.is_match) {
+          pending_.end = s.end;
+          Flush();
+        } else {
+          Flush();
+          if (s.is_match) {
+            Hold(s);
+          } else {
+            Emit(s);
+          }
+        }
+        break;
+      case SplitBehavior::kContiguous:
+        if (has_pending_ && s.is_match == previous_match_) {
+          pending_.end = s.end;
+        } else {
+          Flush();
+          Hold(s);
+        }
+        break;
+    }
+    previous_match_ = s.is_match;
+  }
+
+  void Finish() { Flush(); }
+
+ private:
+  void Emit(const Span& s) {
+    if (s.end > s.begin) emit_(text_.substr(s.begin, s.end - s.begin));
+  }
+  void Hold(const Span& s) {
+    pending_ = s;
+    has_pending_ = true;
+  }
+  void Flush() {
+    if (has_pending_) Emit(pending_);
+    has_pending_ = false;
+  }
+
+  std::string_view text_;
+  SplitBehavior behavior_;
+  PieceVisitor emit_;
+  Span pending_{0, 0, false};
+  bool has_pending_ = false;
+  bool previous_match_ = false;
+};
+
 }  // namespace
 
 std::vector<std::string_view> SplitByMatches(std::string_view text,
                                              const std::vector<MatchSpan>& spans,
                                              SplitBehavior behavior, bool invert) {
-  std::vector<Span> all;
+  std::vector<std::string_view> pieces;
+  const auto collect = [&pieces](std::string_view p) { pieces.push_back(p); };
+  SpanMerger merger(text, behavior, collect);
   size_t previous = 0;
   for (const MatchSpan& m : spans) {
-    if (m.first > previous) all.push_back({previous, m.first, invert});
-    all.push_back({m.first, m.second, !invert});
+    if (m.first > previous) merger.Add({previous, m.first, invert});
+    merger.Add({m.first, m.second, !invert});
     previous = m.second;
   }
-  if (previous < text.size()) all.push_back({previous, text.size(), invert});
-
-  std::vector<Span> merged;
-  switch (behavior) {
-    case SplitBehavior::kIsolated:
-      merged = std::move(all);
-      break;
-    case SplitBehavior::kRemoved:
-      for (const Span& s : all) {
-        if (!s.is_match) merged.push_back(s);
-      }
-      break;
-    case SplitBehavior::kMergedWithPrevious: {
-      bool previous_match = false;
-      for (const Span& s : all) {
-        if (s.is_match && !previous_match && !merged.empty()) {
-          merged.back().end = s.end;
-        } else {
-          merged.push_back(s);
-        }
-        previous_match = s.is_match;
-      }
-      break;
-    }
-    case SplitBehavior::kMergedWithNext: {
-      bool previous_match = false;
-      for (auto it = all.rbegin(); it != all.rend(); ++it) {
-        if (it->is_match && !previous_match && !merged.empty()) {
-          merged.back().begin = it->begin;
-        } else {
-          merged.push_back(*it);
-        }
-        previous_match = it->is_match;
-      }
-      std::reverse(merged.begin(), merged.end());
-      break;
-    }
-    case SplitBehavior::kContiguous: {
-      bool previous_match = false;
-      for (const Span& s : all) {
-        if (s.is_match == previous_match && !merged.empty()) {
-          merged.back().end = s.end;
-        } else {
-          merged.push_back(s);
-        }
-        previous_match = s.is_match;
-      }
-      break;
-    }
-  }
-  std::vector<std::string_view> pieces;
-  for (const Span& s : merged) {
-    if (s.end > s.begin) pieces.push_back(text.substr(s.begin, s.end - s.begin));
-  }
+  if (previous < text.size()) merger.Add({previous, text.size(), invert});
+  merger.Finish();
   return pieces;
 }
 
@@ -180,39 +202,41 @@ absl::StatusOr<PreTokenizer> PreTokenizer::FromJson(const nlohmann::json& config
   return pre;
 }
 
-absl::Status PreTokenizer::ApplyStep(const Step& step, std::string_view piece, Pieces* out) const {
-  if (step.kind == Step::Kind::kByteLevel && step.add_prefix_space &&
-      (piece.empty() || piece.front() != ' ')) {
-    out->storage.push_back(" " + std::string(piece));
-    piece = out->storage.back();
-  }
-  if (step.regex == nullptr) {
-    if (!piece.empty()) out->views.push_back(piece);
+absl::Status PreTokenizer::ApplyStep(size_t index, std::string_view piece,
+                                     PieceVisitor visit) const {
+  if (index == steps_.size()) {
+    if (!piece.empty()) visit(piece);
     return absl::OkStatus();
   }
-  std::vector<MatchSpan> matches;
-  absl::Status status = step.regex->FindAll(piece, &matches);
-  if (!status.ok()) return status;
+  const Step& step = steps_[index];
+  std::string prefixed;
+  if (step.kind == Step::Kind::kByteLevel && step.add_prefix_space &&
+      (piece.empty() || piece.front() != ' ')) {
+    prefixed = " " + std::string(piece);
+    piece = prefixed;
+  }
+  if (step.regex == nullptr) return ApplyStep(index + 1, piece, visit);
   const SplitBehavior behavior =
       step.kind == Step::Kind::kByteLevel ? SplitBehavior::kIsolated : step.behavior;
-  for (std::string_view p : SplitByMatches(piece, matches, behavior, step.invert)) {
-    out->views.push_back(p);
-  }
-  return absl::OkStatus();
+  absl::Status status;
+  const auto next_step = [&](std::string_view p) {
+    if (status.ok()) status = ApplyStep(index + 1, p, visit);
+  };
+  SpanMerger merger(piece, behavior, next_step);
+  size_t previous = 0;
+  absl::Status regex_status = step.regex->ForEachMatch(piece, [&](size_t begin, size_t end) {
+    if (begin > previous) merger.Add({previous, begin, step.invert});
+    merger.Add({begin, end, !step.invert});
+    previous = end;
+  });
+  if (previous < piece.size()) merger.Add({previous, piece.size(), step.invert});
+  merger.Finish();
+  if (!regex_status.ok()) return regex_status;
+  return status;
 }
 
-absl::Status PreTokenizer::Split(std::string_view text, Pieces* pieces) const {
-  const size_t first = pieces->views.size();
-  pieces->views.push_back(text);
-  for (const Step& step : steps_) {
-    std::vector<std::string_view> current(pieces->views.begin() + first, pieces->views.end());
-    pieces->views.resize(first);
-    for (std::string_view piece : current) {
-      absl::Status status = ApplyStep(step, piece, pieces);
-      if (!status.ok()) return status;
-    }
-  }
-  return absl::OkStatus();
+absl::Status PreTokenizer::Split(std::string_view text, PieceVisitor visit) const {
+  return ApplyStep(0, text, visit);
 }
 
 }  // namespace twinspan::tokenizer

@@ -5,11 +5,11 @@
 #ifndef TWINSPAN_COMMON_TOKENIZER_PRE_TOKENIZER_H_
 #define TWINSPAN_COMMON_TOKENIZER_PRE_TOKENIZER_H_
 
-#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/tokenizer/regex.h"
@@ -20,16 +20,8 @@ namespace twinspan::tokenizer {
 // How a Split keeps its matches (Hugging Face SplitDelimiterBehavior).
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
 
-// Pieces produced by pre-tokenization: views into the input or into `storage` (for pieces that
-// gained a prefix space). Reuse one instance per call.
-struct Pieces {
-  std::vector<std::string_view> views;
-  std::deque<std::string> storage;
-  void clear() {
-    views.clear();
-    storage.clear();
-  }
-};
+// Receives each pre-tokenized piece, in order. The view is valid only during the call.
+using PieceVisitor = absl::FunctionRef<void(std::string_view)>;
 
 // Immutable and thread-safe after construction.
 class PreTokenizer {
@@ -38,9 +30,10 @@ class PreTokenizer {
   // misplaced ByteLevel (it must come last, once), or a pattern that does not compile.
   static absl::StatusOr<PreTokenizer> FromJson(const nlohmann::json& config);
 
-  // Splits `text` into pieces, appended to `pieces`. REQUIRES: text is valid UTF-8 and outlives
-  // the views. Errors: ResourceExhausted from the regex engine.
-  absl::Status Split(std::string_view text, Pieces* pieces) const;
+  // Splits `text` into pieces and hands each to `visit` as soon as it is known (no intermediate
+  // arrays, so long texts stream through the cache). REQUIRES: text is valid UTF-8.
+  // Errors: ResourceExhausted from the regex engine.
+  absl::Status Split(std::string_view text, PieceVisitor visit) const;
 
  private:
   struct Step {
@@ -51,7 +44,7 @@ class PreTokenizer {
     bool add_prefix_space = false;
   };
   static absl::Status AddSteps(const nlohmann::json& config, std::vector<Step>* steps);
-  absl::Status ApplyStep(const Step& step, std::string_view piece, Pieces* out) const;
+  absl::Status ApplyStep(size_t index, std::string_view piece, PieceVisitor visit) const;
 
   std::vector<Step> steps_;
 };

@@ -112,6 +112,12 @@ absl::StatusOr<Regex> Regex::CompileLiteral(std::string_view literal) {
 }
 
 absl::Status Regex::FindAll(std::string_view text, std::vector<MatchSpan>* matches) const {
+  return ForEachMatch(text,
+                      [matches](size_t begin, size_t end) { matches->emplace_back(begin, end); });
+}
+
+absl::Status Regex::ForEachMatch(std::string_view text,
+                                 absl::FunctionRef<void(size_t, size_t)> visit) const {
   pcre2_match_data* data = pcre2_match_data_create_from_pattern(compiled_->code, nullptr);
   if (data == nullptr) return absl::ResourceExhaustedError("tokenizer regex: out of memory");
   const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
@@ -130,7 +136,7 @@ absl::Status Regex::FindAll(std::string_view text, std::vector<MatchSpan>* match
     const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data);
     const size_t begin = ovector[0];
     const size_t end = ovector[1];
-    matches->emplace_back(begin, end);
+    visit(begin, end);
     if (end > begin) {
       start = end;
     } else {

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -36,6 +37,9 @@ class Regex {
   // point. REQUIRES: text is valid UTF-8 (not re-checked).
   // Errors: ResourceExhausted when PCRE2 hits its match or stack limits.
   absl::Status FindAll(std::string_view text, std::vector<MatchSpan>* matches) const;
+  // The same matches, handed to `visit` one by one as they are found.
+  absl::Status ForEachMatch(std::string_view text,
+                            absl::FunctionRef<void(size_t, size_t)> visit) const;
 
  private:
   struct Compiled;

@@ -118,29 +118,24 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJsonBytes(std::string_
   return tokenizer;
 }
 
-absl::Status Tokenizer::EncodeText(std::string_view text, Pieces* pieces,
-                                   std::vector<int32_t>* ids) const {
-  pieces->clear();
-  ABSL_RETURN_IF_ERROR(pre_tokenizer_->Split(text, pieces));
-  for (std::string_view piece : pieces->views) model_->Encode(piece, ids);
-  return absl::OkStatus();
+absl::Status Tokenizer::EncodeText(std::string_view text, std::vector<int32_t>* ids) const {
+  return pre_tokenizer_->Split(text, [&](std::string_view piece) { model_->Encode(piece, ids); });
 }
 
 absl::Status Tokenizer::EncodeNormalized(std::string_view text, bool parse_special,
-                                         std::string* scratch, Pieces* pieces,
-                                         std::vector<int32_t>* ids) const {
+                                         std::string* scratch, std::vector<int32_t>* ids) const {
   if (!normalizer_.is_identity()) {
     ABSL_RETURN_IF_ERROR(normalizer_.Normalize(text, scratch));
     text = *scratch;
   }
-  if (!added_->has_normalized_tokens()) return EncodeText(text, pieces, ids);
+  if (!added_->has_normalized_tokens()) return EncodeText(text, ids);
   std::vector<Segment> segments;
   added_->Split(text, /*normalized_pass=*/true, parse_special, &segments);
   for (const Segment& s : segments) {
     if (s.id >= 0) {
       ids->push_back(s.id);
     } else {
-      ABSL_RETURN_IF_ERROR(EncodeText(text.substr(s.begin, s.end - s.begin), pieces, ids));
+      ABSL_RETURN_IF_ERROR(EncodeText(text.substr(s.begin, s.end - s.begin), ids));
     }
   }
   return absl::OkStatus();
@@ -154,14 +149,13 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
   std::vector<Segment> segments;
   added_->Split(text, /*normalized_pass=*/false, parse_special, &segments);
   std::string scratch;
-  Pieces pieces;
   for (const Segment& s : segments) {
     if (s.id >= 0) {
       ids.push_back(s.id);
       continue;
     }
-    ABSL_RETURN_IF_ERROR(EncodeNormalized(text.substr(s.begin, s.end - s.begin), parse_special,
-                                          &scratch, &pieces, &ids));
+    ABSL_RETURN_IF_ERROR(
+        EncodeNormalized(text.substr(s.begin, s.end - s.begin), parse_special, &scratch, &ids));
   }
   return ids;
 }

@@ -69,9 +69,9 @@ class Tokenizer {
 
  private:
   Tokenizer() = default;
-  absl::Status EncodeText(std::string_view text, Pieces* pieces, std::vector<int32_t>* ids) const;
+  absl::Status EncodeText(std::string_view text, std::vector<int32_t>* ids) const;
   absl::Status EncodeNormalized(std::string_view text, bool parse_special, std::string* scratch,
-                                Pieces* pieces, std::vector<int32_t>* ids) const;
+                                std::vector<int32_t>* ids) const;
 
   Normalizer normalizer_;
   std::unique_ptr<PreTokenizer> pre_tokenizer_;

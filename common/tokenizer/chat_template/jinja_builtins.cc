@@ -202,7 +202,7 @@ absl::StatusOr<bool> AffixMatch(const std::string& s, const Value& affix, bool p
 Value ItemsOf(const Value& dict) {
   List items;
   for (const auto& [k, v] : dict.dict().items)
-    items.push_back(Value::MakeList({Value::String(k), v}));
+    items.push_back(Value::MakeTuple({Value::String(k), v}));
   return Value::MakeList(std::move(items));
 }
 

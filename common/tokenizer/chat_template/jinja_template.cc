@@ -324,7 +324,8 @@ class Interpreter {
           ABSL_ASSIGN_OR_RETURN(Value v, Eval(*item));
           items.push_back(std::move(v));
         }
-        return Value::MakeList(std::move(items));
+        return e.kind == Expr::Kind::kTuple ? Value::MakeTuple(std::move(items))
+                                            : Value::MakeList(std::move(items));
       }
       case Expr::Kind::kDict: {
         Value d = Value::MakeDict();

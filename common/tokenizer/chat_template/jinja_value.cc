@@ -46,6 +46,11 @@ Value Value::MakeList(List items) {
   v.list_ = std::make_shared<List>(std::move(items));
   return v;
 }
+Value Value::MakeTuple(List items) {
+  Value v = MakeList(std::move(items));
+  v.tuple_ = true;
+  return v;
+}
 Value Value::MakeDict(bool is_namespace) {
   Value v;
   v.kind_ = Kind::kDict;
@@ -239,11 +244,12 @@ std::string Value::Repr() const {
     case Kind::kString:
       return PythonStringRepr(s_);
     case Kind::kList: {
-      std::string out = "[";
+      std::string out = tuple_ ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) {
         if (i > 0) out += ", ";
         out += (*list_)[i].Repr();
       }
+      if (tuple_) return out + (list_->size() == 1 ? ",)" : ")");
       return out + "]";
     }
     case Kind::kDict: {

@@ -38,6 +38,8 @@ class Value {
   static Value Float(double f);
   static Value String(std::string s);
   static Value MakeList(List items);
+  // A tuple: a list that prints as Python's (a, b) (items() pairs, tuple literals).
+  static Value MakeTuple(List items);
   static Value MakeDict(bool is_namespace = false);
   static Value MakeFunction(Function fn);
   // Converts JSON (ordered) into values; integers stay int, other numbers float.
@@ -51,6 +53,7 @@ class Value {
     return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool;
   }
   bool is_list() const { return kind_ == Kind::kList; }
+  bool is_tuple() const { return kind_ == Kind::kList && tuple_; }
   bool is_dict() const { return kind_ == Kind::kDict; }
   bool is_function() const { return kind_ == Kind::kFunction; }
   bool is_namespace() const;
@@ -77,6 +80,7 @@ class Value {
  private:
   Kind kind_ = Kind::kUndefined;
   bool b_ = false;
+  bool tuple_ = false;
   int64_t i_ = 0;
   double f_ = 0;
   std::string s_;
