@@ -9,8 +9,8 @@ twinspan_test(formats_config_test
   SOURCES ${FORMATS_UNIT_DIR}/formats_config_test.cc
   LIBS twinspan_config
   LABELS unit asan)
-twinspan_test(formats_exl3_plan_test
-  SOURCES ${FORMATS_UNIT_DIR}/formats_exl3_plan_test.cc
+twinspan_test(formats_exl3_core_test
+  SOURCES ${FORMATS_UNIT_DIR}/formats_exl3_plan_test.cc ${FORMATS_UNIT_DIR}/formats_exl3_decode_test.cc
   LIBS twinspan_exl3
   LABELS unit asan)
 twinspan_test(formats_exl3_test
