@@ -67,34 +67,47 @@ absl::StatusOr<int32_t> KeyedSampler::Sample(absl::Span<const float> logits,
   const auto more_likely = [&](int32_t a, int32_t b) {
     return z[a] > z[b] || (z[a] == z[b] && a < b);
   };
-  const bool sorted = (params.top_k > 0 && params.top_k < vocab) || params.top_p < 1.0f;
-  if (params.top_k > 0 && params.top_k < vocab) {
+  const bool use_top_k = params.top_k > 0 && params.top_k < vocab;
+  if (use_top_k) {
     std::nth_element(order.begin(), order.begin() + params.top_k, order.end(), more_likely);
     order.resize(params.top_k);
+    std::sort(order.begin(), order.end());  // Back to id order for the total below.
   }
-  if (sorted) std::sort(order.begin(), order.end(), more_likely);
   const int32_t most_likely = *std::min_element(order.begin(), order.end(), more_likely);
   const float z_max = z[most_likely];
   // All -inf, or z overflowed to +inf at a tiny temperature: the most likely id, as greedy.
   if (std::isinf(z_max)) return most_likely;
+  const auto weight_of = [&](int32_t id) { return std::exp(static_cast<double>(z[id]) - z_max); };
+  double total = 0.0;  // Over the candidates in id order.
+  for (int32_t id : order) total += weight_of(id);
 
-  std::vector<double> weight(order.size());
-  double total = 0.0;
-  for (size_t i = 0; i < order.size(); ++i) {
-    weight[i] = std::exp(static_cast<double>(z[order[i]]) - z_max);
-    total += weight[i];
-  }
   size_t kept = order.size();
-  if (params.top_p < 1.0f) {  // Smallest most-likely prefix whose mass reaches top_p.
-    double mass = 0.0;
-    for (size_t i = 0; i < order.size(); ++i) {
-      mass += weight[i];
-      if (mass >= params.top_p * total) {
-        kept = i + 1;
+  if (use_top_k || params.top_p < 1.0f) {
+    // Sort only as long a most-likely prefix as top_p needs: the order is total, so every prefix
+    // length gives the same leading sequence as a full sort would.
+    size_t sorted = params.top_p < 1.0f ? std::min<size_t>(order.size(), 256) : order.size();
+    while (true) {
+      if (sorted < order.size()) {
+        std::nth_element(order.begin(), order.begin() + sorted, order.end(), more_likely);
+      }
+      std::sort(order.begin(), order.begin() + sorted, more_likely);
+      if (params.top_p >= 1.0f) break;
+      double mass = 0.0;
+      size_t cut = 0;
+      for (size_t i = 0; i < sorted && cut == 0; ++i) {
+        mass += weight_of(order[i]);
+        if (mass >= params.top_p * total) cut = i + 1;
+      }
+      if (cut > 0) {
+        kept = cut;
         break;
       }
+      if (sorted == order.size()) break;  // Rounding never reached top_p: keep everything.
+      sorted = std::min(order.size(), sorted * 8);
     }
   }
+  std::vector<double> weight(kept);
+  for (size_t i = 0; i < kept; ++i) weight[i] = weight_of(order[i]);
   double kept_total = 0.0;
   for (size_t i = 0; i < kept; ++i) {
     if (weight[i] < params.min_p) weight[i] = 0.0;  // p / p_max = exp(z - z_max) = weight.

@@ -33,11 +33,13 @@ double KeyedUniform(uint64_t seed, int64_t position);
 class KeyedSampler {
  public:
   // Samples the token at absolute `position` (the position the new token will occupy) from
-  // `logits` [vocab]. Greedy ignores seed and position. Otherwise: z = logit / temperature; the
-  // filters keep a set S (never empty); candidates are ordered by (z descending, id ascending)
-  // when top_k or top_p is on, else by id; the token is the first candidate whose running sum of
-  // exp(z - z_max) (in double, in that order) exceeds u * sum over S, u = KeyedUniform(seed,
-  // position). InvalidArgument for empty logits, a NaN logit, or bad params.
+  // `logits` [vocab]. Greedy ignores seed and position. Otherwise, with z = logit / temperature and
+  // w = exp(z - z_max) in double: top_k keeps the k ids first in (z descending, id ascending);
+  // top_p keeps the shortest prefix in that order whose running w sum reaches top_p times the
+  // top_k survivors' w sum (summed in id order); min_p drops w < min_p. The kept ids, in that
+  // order when top_k or top_p is on, else by id, are walked until the running w sum exceeds
+  // u * their w sum, u = KeyedUniform(seed, position). InvalidArgument for empty logits, a NaN
+  // logit, or bad params.
   absl::StatusOr<int32_t> Sample(absl::Span<const float> logits, const SamplingParams& params,
                                  uint64_t seed, int64_t position) const;
 };

@@ -1,5 +1,6 @@
 // The keyed sampler: Philox against Random123's known answers, each filter, the seeded draw's
 // distribution, and independence from everything but (logits, params, seed, position).
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -89,6 +90,60 @@ TEST(KeyedSamplerTest, TopKTopPAndMinPKeepTheDocumentedSets) {
   EXPECT_EQ(freq.size(), 3u);
   EXPECT_EQ(freq.count(0), 0u);
   EXPECT_EQ(freq.count(2), 0u);
+}
+
+// The documented definition with a full sort, for comparison with the sampler's partial sorts.
+int32_t ReferenceSample(const std::vector<float>& logits, const SamplingParams& p, uint64_t seed,
+                        int64_t position) {
+  const int n = static_cast<int>(logits.size());
+  std::vector<float> z(n);
+  for (int i = 0; i < n; ++i) z[i] = logits[i] / p.temperature;
+  std::vector<int32_t> order(n);
+  for (int i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return z[a] > z[b] || (z[a] == z[b] && a < b); });
+  if (p.top_k > 0 && p.top_k < n) order.resize(p.top_k);
+  const double z_max = z[order[0]];
+  std::vector<int32_t> by_id = order;
+  std::sort(by_id.begin(), by_id.end());
+  double total = 0;
+  for (int32_t id : by_id) total += std::exp(z[id] - z_max);
+  size_t kept = order.size();
+  double mass = 0;
+  for (size_t i = 0; i < order.size() && p.top_p < 1.0f; ++i) {
+    mass += std::exp(z[order[i]] - z_max);
+    if (mass >= p.top_p * total) {
+      kept = i + 1;
+      break;
+    }
+  }
+  double kept_total = 0;
+  for (size_t i = 0; i < kept; ++i) kept_total += std::exp(z[order[i]] - z_max);
+  const double target = KeyedUniform(seed, position) * kept_total;
+  double running = 0;
+  for (size_t i = 0; i < kept; ++i) {
+    running += std::exp(z[order[i]] - z_max);
+    if (running > target) return order[i];
+  }
+  return order[kept - 1];
+}
+
+TEST(KeyedSamplerTest, PartialSortsGiveTheFullSortDefinition) {
+  std::vector<float> logits(5000);
+  for (int i = 0; i < 5000; ++i) logits[i] = 0.3f * std::sin(i * 0.11f);  // Nearly flat.
+  KeyedSampler sampler;
+  for (float top_p : {0.5f, 0.9f, 0.999f}) {
+    for (int top_k : {0, 3000}) {
+      SamplingParams p;
+      p.temperature = 0.8f;
+      p.top_p = top_p;
+      p.top_k = top_k;
+      for (int64_t pos = 0; pos < 40; ++pos) {
+        ASSERT_EQ(*sampler.Sample(logits, p, 9, pos), ReferenceSample(logits, p, 9, pos))
+            << "top_p " << top_p << ", top_k " << top_k << ", position " << pos;
+      }
+    }
+  }
 }
 
 TEST(KeyedSamplerTest, ADrawIsAPureFunctionOfItsKey) {
