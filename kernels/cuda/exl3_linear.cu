@@ -68,7 +68,8 @@ absl::Status CudaStatus(cudaError_t e, const char* what) {
 
 namespace exl3_kernel {
 
-// xh[r][c] = fp16(H128(fp16(x[r][c]) * suh[c]) / sqrt(128)); one warp per (row, 128-chunk).
+// xh[r][c] = fp16(H128(x[r][c] * suh[c]) / sqrt(128)) in fp32 with the CPU op's butterfly order,
+// so xh is bit-identical to the CPU op's; one warp per (row, 128-chunk).
 __global__ void RotateInputKernel(const float* __restrict__ x, int64_t ldx,
                                   const __half* __restrict__ suh, __half* __restrict__ xh, int m,
                                   int k) {
@@ -84,7 +85,8 @@ __global__ void RotateInputKernel(const float* __restrict__ x, int64_t ldx,
   const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
   float v[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) v[i] = __half2float(__hmul(__float2half_rn(xs[i]), suh[c + i]));
+  for (int i = 0; i < 4; ++i)
+    v[i] = __fmul_rn(xs[i], __half2float(suh[c + i]));  // fp32, as the CPU op.
   Hadamard128(v);
   __half2* dst = reinterpret_cast<__half2*>(xh + static_cast<int64_t>(row) * k + c);
   dst[0] = __floats2half2_rn(__fmul_rn(v[0], kHadScale), __fmul_rn(v[1], kHadScale));

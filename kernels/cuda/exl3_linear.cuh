@@ -48,7 +48,8 @@ struct Context {
 size_t Exl3LinearWorkspaceBytes(const Exl3DeviceWeight& w, int64_t rows);
 
 // y[rows, n] = x[rows, k] @ W, x and y device fp32, row strides x_stride and y_stride in floats.
-// x is rounded to fp16 (EXL3 runs on fp16 activations); accumulation is fp32. Asynchronous on
+// Same arithmetic as cpu::Exl3Linear except the order of the fp32 sums inside a group of k-tiles
+// (xh is bit-identical; products of fp16 values are exact). Asynchronous on
 // ctx.stream. InvalidArgument naming the bad field for shapes, plan or strides that do not fit,
 // ResourceExhausted for a small workspace, Internal for a failed launch.
 absl::Status Exl3Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,

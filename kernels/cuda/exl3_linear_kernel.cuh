@@ -400,7 +400,10 @@ __global__ void __launch_bounds__(256, MT == 1 ? 3 : 2) LinearKernel(LinearParam
         v[i] = __fadd_rn(v[i], __ldcg(p.z + (static_cast<int64_t>(s) * p.m + row) * p.n + c0 + i));
     Hadamard128(v);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = __fmaf_rn(__fmul_rn(v[i], kHadScale), sv[i], bi[i]);
+    for (int i = 0; i < 4; ++i) {  // As the CPU op: scale, times svh, plus bias when there is one.
+      v[i] = __fmul_rn(__fmul_rn(v[i], kHadScale), sv[i]);
+      if (p.bias) v[i] = __fadd_rn(v[i], bi[i]);
+    }
     if (p.y_f32) {
       float4* dst = reinterpret_cast<float4*>(p.y_f32 + static_cast<int64_t>(row) * p.ldy + c0);
       *dst = make_float4(v[0], v[1], v[2], v[3]);

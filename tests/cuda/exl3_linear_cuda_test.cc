@@ -14,11 +14,15 @@
 
 #include "absl/strings/str_format.h"
 #include "common/exl3/plan.h"
+#include "common/exl3/weight.h"
 #include "common/safetensors/half.h"
 #include "common/safetensors/safetensors_file.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/exl3_linear.h"
 #include "kernels/cuda/exl3_linear.cuh"
+#include "kernels/cuda/exl3_weight.h"
 #include "tests/testing/golden.h"
+#include "tests/unit/formats_exl3_fixture.h"
 
 namespace twinspan::cuda {
 namespace {
@@ -188,15 +192,14 @@ void Hadamard128InPlace(double* v) {
   for (int i = 0; i < 128; ++i) v[i] /= std::sqrt(128.0);
 }
 
-// y = H(H(fp16(fp16(x) * suh)) -> fp16) @ W_hat) * svh in double.
+// y = H(fp16(H(x * suh)) @ W_hat) * svh in double.
 std::vector<float> DenseReference(const HostWeight& h, const std::vector<float>& x, int64_t rows) {
   const std::vector<float> w = DecodeReference(h);
   std::vector<float> y(rows * h.n);
   std::vector<double> xh(h.k), acc(h.n);
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < h.k; ++i)
-      xh[i] = HalfToFloat(
-          FloatToHalf(HalfToFloat(FloatToHalf(x[r * h.k + i])) * HalfToFloat(h.suh[i])));
+      xh[i] = static_cast<double>(x[r * h.k + i] * HalfToFloat(h.suh[i]));
     for (int64_t c = 0; c < h.k; c += 128) Hadamard128InPlace(xh.data() + c);
     for (int64_t i = 0; i < h.k; ++i) xh[i] = HalfToFloat(FloatToHalf(static_cast<float>(xh[i])));
     std::fill(acc.begin(), acc.end(), 0.0);
@@ -364,6 +367,70 @@ TEST(Exl3LinearCuda, ColumnViewsWithTheParentPlanGiveTheParentColumnsBitForBit) 
             << "rows " << rows << " view [" << first << ", +" << blocks << ") row " << r;
     }
   }
+}
+
+// ---- the CPU op on random weights, through exl3::Weight ---------------------------------
+
+// GPU against cpu::Exl3Linear: the same xh bits and exact products, so only the fp32 sum order
+// inside a group of k-tiles differs.
+TEST(Exl3LinearCuda, MatchesTheCpuOpForEveryCodebookWidthRowCountAndView) {
+  double worst = 0;
+  for (exl3::Codebook cb : {exl3::Codebook::k3Inst, exl3::Codebook::kMcg, exl3::Codebook::kMul1})
+    for (int K = 1; K <= 8; ++K) {
+      testing::SyntheticLinear spec;
+      spec.k = K % 2 ? 512 : 1024;
+      spec.n = 640;
+      spec.bits = K;
+      spec.codebook = cb;
+      spec.bias = K % 3 == 0;
+      spec.seed = 40 + K + 10 * static_cast<int>(cb);
+      auto ckpt = testing::OpenTensors(
+          absl::StrFormat("cuda_parity_%d_%d.safetensors", static_cast<int>(cb), K),
+          testing::SyntheticTensors(spec));
+      ASSERT_NE(ckpt, nullptr);
+      auto w = exl3::Weight::Load(*ckpt, spec.prefix);
+      ASSERT_TRUE(w.ok()) << w.status();
+      auto dev = DeviceExl3Weight::Upload(*w);
+      ASSERT_TRUE(dev.ok()) << dev.status();
+      auto view = w->columns(256, 256);
+      ASSERT_TRUE(view.ok()) << view.status();
+      for (const exl3::Weight* part : {&*w, &*view}) {
+        auto dv = dev->View(*part);
+        ASSERT_TRUE(dv.ok()) << dv.status();
+        for (int64_t rows : {1, 7, 33, 64}) {
+          const std::vector<float> x = testing::RandomRows(rows, part->k(), 9 + K + rows);
+          std::vector<float> want(rows * part->n());
+          ASSERT_TRUE(
+              cpu::Exl3Linear(x.data(), part->k(), rows, *part, want.data(), part->n()).ok());
+          const double err = RelFro(RunOnce(*dv, x, rows), want);
+          worst = std::max(worst, err);
+          EXPECT_LE(err, 1e-5) << exl3::CodebookName(cb) << " K" << K << " rows " << rows
+                               << " first column " << part->first_column();
+        }
+      }
+    }
+  std::printf("worst rel_fro against the CPU op: %.3g\n", worst);
+}
+
+TEST(Exl3LinearCuda, UploadRefusesAViewAndViewRefusesAnotherWeight) {
+  testing::SyntheticLinear spec;
+  auto ckpt = testing::OpenTensors("cuda_upload.safetensors", testing::SyntheticTensors(spec));
+  ASSERT_NE(ckpt, nullptr);
+  auto w = exl3::Weight::Load(*ckpt, spec.prefix);
+  ASSERT_TRUE(w.ok());
+  auto view = w->columns(128, 128);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(DeviceExl3Weight::Upload(*view).status().code(), absl::StatusCode::kInvalidArgument);
+  testing::SyntheticLinear other = spec;
+  other.prefix = "other";
+  other.bits = spec.bits + 1;
+  auto ckpt2 = testing::OpenTensors("cuda_upload2.safetensors", testing::SyntheticTensors(other));
+  ASSERT_NE(ckpt2, nullptr);
+  auto w2 = exl3::Weight::Load(*ckpt2, other.prefix);
+  ASSERT_TRUE(w2.ok());
+  auto dev = DeviceExl3Weight::Upload(*w);
+  ASSERT_TRUE(dev.ok());
+  EXPECT_EQ(dev->View(*w2).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // ---- argument checks ------------------------------------------------------------------------
