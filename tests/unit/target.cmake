@@ -6,3 +6,5 @@ twinspan_test(target_sampled_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_sampl
   LIBS twinspan_target twinspan_sampler LABELS unit asan)
 twinspan_test(target_config_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_config_test.cc
   LIBS twinspan_target LABELS unit asan)
+twinspan_test(target_sequence_state_test SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/target_sequence_state_test.cc LIBS twinspan_target LABELS unit asan)
