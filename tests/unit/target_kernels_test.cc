@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -39,6 +40,25 @@ TEST(ParallelTest, CoversEveryIndexOnceForAnyThreadCount) {
     });
     for (int h : hits) ASSERT_EQ(h, 1) << threads << " threads";
   }
+}
+
+TEST(ParallelTest, ConcurrentCallersEachGetTheirWholeJob) {
+  ThreadPool pool(3);
+  std::vector<std::thread> callers;
+  std::vector<int64_t> sums(4, 0);
+  for (int c = 0; c < 4; ++c) {
+    callers.emplace_back([&, c] {
+      for (int repeat = 0; repeat < 50; ++repeat) {
+        std::vector<int64_t> part(100, 0);
+        pool.ParallelFor(100, 3, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) part[i] = i * (c + 1);
+        });
+        for (int64_t v : part) sums[c] += v;
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  for (int c = 0; c < 4; ++c) EXPECT_EQ(sums[c], 50 * 4950 * (c + 1)) << "caller " << c;
 }
 
 TEST(LinearTest, MatchesDoubleReference) {
