@@ -2,6 +2,7 @@
 // logits: the model_type qwen3_5_text tree under model.language_model., EXL3 K=4 linears, plain F16
 // in_proj_a / in_proj_b, bf16 conv / A_log / dt_bias / norms, and a K=6 lm_head at the root.
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +55,34 @@ TEST(Qwen35Exl3GoldenTest, LogitsMatchExllamav3) {
     ASSERT_TRUE((*model)->Forward(**state, request, &result).ok());
     ASSERT_EQ(result.logits.size(), want->size());
     EXPECT_LE(RelFro(result.logits, *want), 3e-2);
+  }
+}
+
+// The EXL3 linears keep the family row-invariant: one forward equals token-by-token decoding.
+TEST(Qwen35Exl3GoldenTest, TokenByTokenEqualsOneForwardBitForBit) {
+  const std::string model_dir = twinspan::testing::GoldenPath("exl3_qwen3_5_tiny");
+  ASSERT_FALSE(model_dir.empty());
+  TargetOptions options;
+  options.context = 64;
+  auto model = OpenTargetModel(model_dir, options);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::vector<int32_t> ids = {256, 84, 104, 101, 32, 113, 117, 105, 99, 107, 258, 10};
+  auto whole = (*model)->NewSequence();
+  auto steps = (*model)->NewSequence();
+  ASSERT_TRUE(whole.ok() && steps.ok());
+  ForwardRequest request;
+  request.tokens = ids;
+  ForwardResult all;
+  ASSERT_TRUE((*model)->Forward(**whole, request, &all).ok());
+  const int64_t vocab = (*model)->config().vocab_size;
+  for (size_t r = 0; r < ids.size(); ++r) {
+    ForwardRequest one;
+    one.tokens = absl::MakeConstSpan(&ids[r], 1);
+    ForwardResult step;
+    ASSERT_TRUE((*model)->Forward(**steps, one, &step).ok());
+    ASSERT_TRUE((*model)->Commit(**steps, 1).ok());
+    EXPECT_EQ(0, std::memcmp(step.logits.data(), &all.logits[r * vocab], vocab * sizeof(float)))
+        << "row " << r;
   }
 }
 
