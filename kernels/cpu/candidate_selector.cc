@@ -35,8 +35,8 @@ void GatherRow(const CodebookView& book, int64_t id, float* row) {
 
 }  // namespace
 
-absl::Status SelectorWalk(const SelectorWalkInputs& inputs, const SelectorWalkOutputs& outputs,
-                          const SelectorWalkParams& params) {
+absl::Status SelectorWalk(const Context& /*ctx*/, const SelectorWalkInputs& inputs,
+                          const SelectorWalkOutputs& outputs, const SelectorWalkParams& params) {
   const int64_t s_count = params.slots, k = params.top_k, rank = params.rank;
   if (s_count < 0 || k <= 0 || rank <= 0) {
     return absl::InvalidArgumentError(

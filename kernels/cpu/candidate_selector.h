@@ -7,6 +7,7 @@
 #include <span>
 
 #include "absl/status/status.h"
+#include "kernels/cpu/context.h"
 
 namespace twinspan::cpu {
 
@@ -49,9 +50,9 @@ struct SelectorWalkOutputs {
 // first exceeds uniforms[s] (sampled), and makes it prev for slot s + 1.
 // Errors: InvalidArgument naming the argument for a size that disagrees with `params`, a
 // candidate or anchor id outside [0, V), codebooks of different shapes, temperature < 0, or a
-// sampled walk without one uniform in [0, 1) per slot.
-absl::Status SelectorWalk(const SelectorWalkInputs& inputs, const SelectorWalkOutputs& outputs,
-                          const SelectorWalkParams& params);
+// sampled walk without one uniform in [0, 1) per slot. Sequential by nature: ctx is unused.
+absl::Status SelectorWalk(const Context& ctx, const SelectorWalkInputs& inputs,
+                          const SelectorWalkOutputs& outputs, const SelectorWalkParams& params);
 
 }  // namespace twinspan::cpu
 

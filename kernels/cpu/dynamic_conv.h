@@ -6,6 +6,7 @@
 #include <span>
 
 #include "absl/status/status.h"
+#include "kernels/cpu/context.h"
 
 namespace twinspan::cpu {
 
@@ -23,7 +24,7 @@ struct DynamicConvParams {
 // where dynamic[t, o, grp] sits at dynamic[t * dynamic_row_stride + o * (H / g) + grp].
 // x: [B, H]; base: [Kc, H]; out: [B, H], must not alias x.
 // Errors: InvalidArgument naming the argument when a size disagrees with `params`.
-absl::Status DynamicConv(std::span<float> out, std::span<const float> x,
+absl::Status DynamicConv(const Context& ctx, std::span<float> out, std::span<const float> x,
                          std::span<const float> base, std::span<const float> dynamic,
                          const DynamicConvParams& params);
 

@@ -16,7 +16,7 @@ bool RanksBefore(float va, int32_t ia, float vb, int32_t ib) {
 
 }  // namespace
 
-absl::Status TopK(std::span<const float> logits, std::span<float> values,
+absl::Status TopK(const Context& ctx, std::span<const float> logits, std::span<float> values,
                   std::span<int32_t> indices, const TopKParams& params) {
   const int64_t m = params.rows, n = params.cols, k = params.k;
   if (m < 0 || n <= 0 || k < 1 || k > n) {
@@ -33,37 +33,41 @@ absl::Status TopK(std::span<const float> logits, std::span<float> values,
         absl::StrFormat("TopK: values/indices have %d/%d entries, expected rows x k = %d x %d",
                         values.size(), indices.size(), m, k));
   }
-  std::vector<std::pair<float, int32_t>> heap;  // Min-heap of the best k seen so far.
-  heap.reserve(k);
+  // A NaN has no rank: refuse it before any row runs.
+  for (int64_t i = 0; i < m * n; ++i) {
+    if (std::isnan(logits[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("TopK: logits row %d column %d is NaN", i / n, i % n));
+    }
+  }
   const auto worse_on_top = [](const std::pair<float, int32_t>& a,
                                const std::pair<float, int32_t>& b) {
     return RanksBefore(a.first, a.second, b.first, b.second);
   };
-  for (int64_t r = 0; r < m; ++r) {
-    const float* row = logits.data() + r * n;
-    heap.clear();
-    for (int64_t c = 0; c < n; ++c) {
-      const float v = row[c];
-      if (std::isnan(v)) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("TopK: logits row %d column %d is NaN", r, c));
+  ParallelFor(ctx.pool, m, 1, [&](int64_t begin, int64_t end) {
+    std::vector<std::pair<float, int32_t>> heap;  // Min-heap of the best k seen so far.
+    heap.reserve(k);
+    for (int64_t r = begin; r < end; ++r) {
+      const float* row = logits.data() + r * n;
+      heap.clear();
+      for (int64_t c = 0; c < n; ++c) {
+        const auto idx = static_cast<int32_t>(c);
+        if (static_cast<int64_t>(heap.size()) < k) {
+          heap.emplace_back(row[c], idx);
+          std::push_heap(heap.begin(), heap.end(), worse_on_top);
+        } else if (RanksBefore(row[c], idx, heap.front().first, heap.front().second)) {
+          std::pop_heap(heap.begin(), heap.end(), worse_on_top);
+          heap.back() = {row[c], idx};
+          std::push_heap(heap.begin(), heap.end(), worse_on_top);
+        }
       }
-      const auto idx = static_cast<int32_t>(c);
-      if (static_cast<int64_t>(heap.size()) < k) {
-        heap.emplace_back(v, idx);
-        std::push_heap(heap.begin(), heap.end(), worse_on_top);
-      } else if (RanksBefore(v, idx, heap.front().first, heap.front().second)) {
-        std::pop_heap(heap.begin(), heap.end(), worse_on_top);
-        heap.back() = {v, idx};
-        std::push_heap(heap.begin(), heap.end(), worse_on_top);
+      std::sort_heap(heap.begin(), heap.end(), worse_on_top);
+      for (int64_t j = 0; j < k; ++j) {
+        values[r * k + j] = heap[j].first;
+        indices[r * k + j] = heap[j].second;
       }
     }
-    std::sort_heap(heap.begin(), heap.end(), worse_on_top);
-    for (int64_t j = 0; j < k; ++j) {
-      values[r * k + j] = heap[j].first;
-      indices[r * k + j] = heap[j].second;
-    }
-  }
+  });
   return absl::OkStatus();
 }
 

@@ -6,6 +6,7 @@
 #include <span>
 
 #include "absl/status/status.h"
+#include "kernels/cpu/context.h"
 
 namespace twinspan::cpu {
 
@@ -17,10 +18,10 @@ struct TopKParams {
 
 // For each row of `logits` [rows, cols], writes its k largest values to `values` [rows, k] and
 // their column indices to `indices` [rows, k], sorted by value descending; equal values keep the
-// lower column first, so the result never depends on threads or row count.
+// lower column first, so the result never depends on threads or row count. Rows run in parallel.
 // Errors: InvalidArgument naming the argument when a size disagrees with `params`, when k is out of
 // [1, cols], or when a row holds a NaN (a NaN logit has no rank).
-absl::Status TopK(std::span<const float> logits, std::span<float> values,
+absl::Status TopK(const Context& ctx, std::span<const float> logits, std::span<float> values,
                   std::span<int32_t> indices, const TopKParams& params);
 
 }  // namespace twinspan::cpu

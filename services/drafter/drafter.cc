@@ -151,8 +151,8 @@ absl::StatusOr<Proposal> Drafter::Propose(DraftStream& stream, int32_t pending,
   const int64_t k = config.kind == DrafterKind::kDFlash2 ? config.selector_top_k : 1;
   std::vector<float> top_values(slots * k);
   std::vector<int32_t> top_local(slots * k);
-  ABSL_RETURN_IF_ERROR(
-      cpu::TopK(logits, top_values, top_local, {.rows = slots, .cols = proposal.columns, .k = k}));
+  ABSL_RETURN_IF_ERROR(cpu::TopK(ctx, logits, top_values, top_local,
+                                 {.rows = slots, .cols = proposal.columns, .k = k}));
   std::vector<int32_t> top_ids(slots * k);
   for (int64_t i = 0; i < slots * k; ++i) top_ids[i] = head_.variant().GlobalId(top_local[i]);
 
@@ -167,7 +167,8 @@ absl::StatusOr<Proposal> Drafter::Propose(DraftStream& stream, int32_t pending,
     proposal.ids.resize(slots);
     proposal.walk_scores.resize(slots * k);
     if (sampled) proposal.probabilities.resize(slots * k);
-    ABSL_RETURN_IF_ERROR(cpu::SelectorWalk({.candidate_ids = top_ids,
+    ABSL_RETURN_IF_ERROR(cpu::SelectorWalk(ctx,
+                                           {.candidate_ids = top_ids,
                                             .unary = top_values,
                                             .hidden_projection = projected,
                                             .predecessor = selector.predecessor.view(),

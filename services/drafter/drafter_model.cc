@@ -24,13 +24,13 @@ struct ConvKernels {
   int64_t side_offset = 0;  // Kc * G
 };
 
-absl::Status ConvMix(const DrafterConfig& config, const DynamicConvWeights& conv,
-                     const ConvKernels& kernels, int side, const std::vector<float>& in,
-                     int64_t rows, std::vector<float>& out) {
+absl::Status ConvMix(const cpu::Context& ctx, const DrafterConfig& config,
+                     const DynamicConvWeights& conv, const ConvKernels& kernels, int side,
+                     const std::vector<float>& in, int64_t rows, std::vector<float>& out) {
   const int64_t h = config.hidden_size, kc = config.conv_kernel_size;
   out.resize(rows * h);
   const std::span<const float> dynamic(kernels.dynamic);
-  return cpu::DynamicConv(out, in,
+  return cpu::DynamicConv(ctx, out, in,
                           std::span<const float>(conv.base_kernel).subspan(side * kc * h, kc * h),
                           dynamic.subspan(side * kernels.side_offset),
                           {.rows = rows,
@@ -196,7 +196,7 @@ absl::Status DrafterModel::Layer(int64_t index, DraftStream& stream,
   if (w.attention_conv) {
     ABSL_ASSIGN_OR_RETURN(attn_kernels, ConvPrepare(ctx_, config_, *w.attention_conv, x, rows));
     record(&BlockTrace::attn_dynamic, attn_kernels.dynamic);
-    ABSL_RETURN_IF_ERROR(ConvMix(config_, *w.attention_conv, attn_kernels, 0, x, rows, y));
+    ABSL_RETURN_IF_ERROR(ConvMix(ctx_, config_, *w.attention_conv, attn_kernels, 0, x, rows, y));
     record(&BlockTrace::attn_conv_in, y);
   } else {
     y = x;
@@ -227,7 +227,7 @@ absl::Status DrafterModel::Layer(int64_t index, DraftStream& stream,
   ABSL_RETURN_IF_ERROR(cpu::Linear(ctx_, attn.data(), rows, w.o_proj, out.data()));
   record(&BlockTrace::attn_out, out);
   if (w.attention_conv) {
-    ABSL_RETURN_IF_ERROR(ConvMix(config_, *w.attention_conv, attn_kernels, 1, out, rows, y));
+    ABSL_RETURN_IF_ERROR(ConvMix(ctx_, config_, *w.attention_conv, attn_kernels, 1, out, rows, y));
     out.swap(y);
     record(&BlockTrace::attn_conv_out, out);
   }
@@ -241,7 +241,7 @@ absl::Status DrafterModel::Layer(int64_t index, DraftStream& stream,
   if (w.mlp_conv) {
     ABSL_ASSIGN_OR_RETURN(mlp_kernels, ConvPrepare(ctx_, config_, *w.mlp_conv, x, rows));
     record(&BlockTrace::mlp_dynamic, mlp_kernels.dynamic);
-    ABSL_RETURN_IF_ERROR(ConvMix(config_, *w.mlp_conv, mlp_kernels, 0, x, rows, y));
+    ABSL_RETURN_IF_ERROR(ConvMix(ctx_, config_, *w.mlp_conv, mlp_kernels, 0, x, rows, y));
     record(&BlockTrace::mlp_conv_in, y);
   } else {
     y = x;
@@ -255,7 +255,7 @@ absl::Status DrafterModel::Layer(int64_t index, DraftStream& stream,
   ABSL_RETURN_IF_ERROR(cpu::Linear(ctx_, gate.data(), rows, w.down_proj, out.data()));
   record(&BlockTrace::mlp_out, out);
   if (w.mlp_conv) {
-    ABSL_RETURN_IF_ERROR(ConvMix(config_, *w.mlp_conv, mlp_kernels, 1, out, rows, y));
+    ABSL_RETURN_IF_ERROR(ConvMix(ctx_, config_, *w.mlp_conv, mlp_kernels, 1, out, rows, y));
     out.swap(y);
     record(&BlockTrace::mlp_conv_out, out);
   }

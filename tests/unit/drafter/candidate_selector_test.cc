@@ -43,7 +43,7 @@ struct Walk {
 TEST(SelectorWalkTest, GreedyWalkFollowsThePairScoresNotTheUnaryArgmax) {
   Walk w;
   ASSERT_TRUE(
-      SelectorWalk(w.Inputs(), w.Outputs(), {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1})
+      SelectorWalk({}, w.Inputs(), w.Outputs(), {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1})
           .ok());
   // Slot 0 from prev 1: 1 + 1*1 = 2 vs 0.5 + 1*2 = 2.5 -> token 2.
   // Slot 1 from prev 2: 0.2 + 2*3 = 6.2 vs 1 + 0 = 1 -> token 3.
@@ -56,7 +56,7 @@ TEST(SelectorWalkTest, GreedyTieKeepsTheLowerCandidate) {
   w.unary = {1.5f, 0.5f, 0.0f, 0.0f};
   w.candidates = {1, 2, 0, 0};
   ASSERT_TRUE(
-      SelectorWalk(w.Inputs(), w.Outputs(), {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1})
+      SelectorWalk({}, w.Inputs(), w.Outputs(), {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1})
           .ok());
   EXPECT_EQ(w.proposals[0], 1);  // 1.5 + 1 == 0.5 + 2
 }
@@ -64,7 +64,7 @@ TEST(SelectorWalkTest, GreedyTieKeepsTheLowerCandidate) {
 TEST(SelectorWalkTest, SampledWalkReturnsSoftmaxRowsAndFollowsTheUniforms) {
   Walk w;
   const std::vector<float> low = {0.0f, 0.0f};
-  ASSERT_TRUE(SelectorWalk(w.Inputs(low), w.Outputs(),
+  ASSERT_TRUE(SelectorWalk({}, w.Inputs(low), w.Outputs(),
                            {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1, .temperature = 2.0f})
                   .ok());
   // u = 0 picks the first candidate of each slot: token 1, then from prev 1: 0.2 + 3 vs 1 + 0.
@@ -75,7 +75,7 @@ TEST(SelectorWalkTest, SampledWalkReturnsSoftmaxRowsAndFollowsTheUniforms) {
   EXPECT_NEAR(w.probs[2], 1.0f / (1.0f + std::exp((1.0f - 3.2f) / 2.0f)), 1e-6f);
 
   const std::vector<float> high = {0.999f, 0.999f};
-  ASSERT_TRUE(SelectorWalk(w.Inputs(high), w.Outputs(),
+  ASSERT_TRUE(SelectorWalk({}, w.Inputs(high), w.Outputs(),
                            {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1, .temperature = 2.0f})
                   .ok());
   EXPECT_EQ(w.proposals, (std::vector<int32_t>{2, 0}));
@@ -92,36 +92,37 @@ TEST(SelectorWalkTest, ReadsBf16Codebooks) {
   inputs.predecessor = pred;
   inputs.successor = pred;
   ASSERT_TRUE(
-      SelectorWalk(inputs, w.Outputs(), {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1}).ok());
+      SelectorWalk({}, inputs, w.Outputs(), {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1})
+          .ok());
   EXPECT_EQ(w.proposals, (std::vector<int32_t>{2, 3}));
 }
 
 TEST(SelectorWalkTest, RejectsCandidateOutsideTheVocabulary) {
   Walk w;
   w.candidates[3] = 4;
-  const absl::Status status =
-      SelectorWalk(w.Inputs(), w.Outputs(), {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1});
+  const absl::Status status = SelectorWalk({}, w.Inputs(), w.Outputs(),
+                                           {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1});
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("candidate id 4"), std::string::npos) << status;
 }
 
 TEST(SelectorWalkTest, RejectsAnchorOutsideTheVocabulary) {
   Walk w;
-  EXPECT_EQ(
-      SelectorWalk(w.Inputs(), w.Outputs(), {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = -1})
-          .code(),
-      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SelectorWalk({}, w.Inputs(), w.Outputs(),
+                         {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = -1})
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SelectorWalkTest, SampledWalkNeedsOneUniformPerSlotInRange) {
   Walk w;
   const std::vector<float> one = {0.5f};
-  EXPECT_EQ(SelectorWalk(w.Inputs(one), w.Outputs(),
+  EXPECT_EQ(SelectorWalk({}, w.Inputs(one), w.Outputs(),
                          {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1, .temperature = 1.0f})
                 .code(),
             absl::StatusCode::kInvalidArgument);
   const std::vector<float> out_of_range = {0.5f, 1.0f};
-  EXPECT_EQ(SelectorWalk(w.Inputs(out_of_range), w.Outputs(),
+  EXPECT_EQ(SelectorWalk({}, w.Inputs(out_of_range), w.Outputs(),
                          {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1, .temperature = 1.0f})
                 .code(),
             absl::StatusCode::kInvalidArgument);
@@ -133,7 +134,8 @@ TEST(SelectorWalkTest, RejectsCodebookOfWrongRank) {
   inputs.successor.rank = 2;
   inputs.successor.rows = 2;
   EXPECT_EQ(
-      SelectorWalk(inputs, w.Outputs(), {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1}).code(),
+      SelectorWalk({}, inputs, w.Outputs(), {.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1})
+          .code(),
       absl::StatusCode::kInvalidArgument);
 }
 

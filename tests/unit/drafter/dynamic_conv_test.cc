@@ -24,7 +24,7 @@ TEST(DynamicConvTest, MatchesTheFormulaAndNeverReadsBeforeSlotZero) {
   }
   std::vector<float> out(12);
   ASSERT_TRUE(
-      DynamicConv(out, x, base, dynamic,
+      DynamicConv({}, out, x, base, dynamic,
                   {.rows = 3, .channels = 4, .taps = 2, .group_size = 2, .dynamic_row_stride = 8})
           .ok());
   for (int t = 0; t < 3; ++t) {
@@ -46,7 +46,7 @@ TEST(DynamicConvTest, IdentityKernelCopiesTheInput) {
   const std::vector<float> dynamic(2 * 4, 0.0f);
   std::vector<float> out(8);
   ASSERT_TRUE(
-      DynamicConv(out, x, base, dynamic,
+      DynamicConv({}, out, x, base, dynamic,
                   {.rows = 2, .channels = 4, .taps = 2, .group_size = 4, .dynamic_row_stride = 4})
           .ok());
   EXPECT_EQ(out, x);
@@ -55,7 +55,7 @@ TEST(DynamicConvTest, IdentityKernelCopiesTheInput) {
 TEST(DynamicConvTest, RejectsChannelsNotAMultipleOfTheGroup) {
   std::vector<float> x(6), out(6), base(6), dynamic(8);
   EXPECT_EQ(
-      DynamicConv(out, x, base, dynamic,
+      DynamicConv({}, out, x, base, dynamic,
                   {.rows = 2, .channels = 3, .taps = 2, .group_size = 2, .dynamic_row_stride = 4})
           .code(),
       absl::StatusCode::kInvalidArgument);
@@ -64,7 +64,7 @@ TEST(DynamicConvTest, RejectsChannelsNotAMultipleOfTheGroup) {
 TEST(DynamicConvTest, RejectsShortDynamic) {
   std::vector<float> x(8), out(8), base(8), dynamic(5);
   EXPECT_EQ(
-      DynamicConv(out, x, base, dynamic,
+      DynamicConv({}, out, x, base, dynamic,
                   {.rows = 2, .channels = 4, .taps = 2, .group_size = 2, .dynamic_row_stride = 4})
           .code(),
       absl::StatusCode::kInvalidArgument);
@@ -73,7 +73,7 @@ TEST(DynamicConvTest, RejectsShortDynamic) {
 TEST(DynamicConvTest, RejectsStrideBelowOneSide) {
   std::vector<float> x(8), out(8), base(8), dynamic(16);
   EXPECT_EQ(
-      DynamicConv(out, x, base, dynamic,
+      DynamicConv({}, out, x, base, dynamic,
                   {.rows = 2, .channels = 4, .taps = 2, .group_size = 2, .dynamic_row_stride = 3})
           .code(),
       absl::StatusCode::kInvalidArgument);
