@@ -62,7 +62,10 @@ inline constexpr AnchorTime kAnchorTimes[] = {
 
 // exllamav3's 401 linears of one 27B forward (K = 4 body, 6-bit head), measured as one stack.
 inline constexpr double kAnchorStackMs1Row = 12.43;
+inline constexpr double kAnchorStackMs8Rows = 17.30;
 inline constexpr double kAnchorStackMs16Rows = 18.58;
+// 64 rows: no stack measured; the sum of per-linear medians.
+inline constexpr double kAnchorSumMs64Rows = 68.80;
 // The whole head at K = 6 and its two-span (A + 64-block tail) and A + 384-tail pairs, us.
 inline constexpr double kAnchorHeadFull[2] = {471.9, 588.2};  // rows 1, 16
 inline constexpr double kAnchorHeadTwoSpan[2] = {255.1, 283.9};

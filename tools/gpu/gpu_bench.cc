@@ -275,7 +275,10 @@ class Bench {
                                          2, 20));
       if (m == 1) one_row = s.median_us;
       const double gbs = total / (s.median_us * 1e3);
-      const double anchor = m == 1 ? kAnchorStackMs1Row : (m == 16 ? kAnchorStackMs16Rows : 0);
+      const double anchor = m == 1    ? kAnchorStackMs1Row
+                            : m == 8  ? kAnchorStackMs8Rows
+                            : m == 16 ? kAnchorStackMs16Rows
+                                      : kAnchorSumMs64Rows;
       std::printf(
           "  rows %2d: %.3f ms median (p10 %.3f, p90 %.3f), %.0f GB/s = %.1f%% of copy, "
           "%.2fx the 1-row time; exllamav3 stack %.2f ms\n",
