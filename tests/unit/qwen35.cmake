@@ -4,5 +4,9 @@ if(TARGET twinspan_cpu)
 endif()
 if(TARGET twinspan_target)
   twinspan_test(qwen35_model_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/qwen35_model_test.cc
-    LIBS twinspan_target LABELS unit)
+    LIBS twinspan_target LABELS unit asan)
+endif()
+if(TARGET twinspan_target)
+  twinspan_test(qwen35_gdn_block_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/qwen35_gdn_block_test.cc
+    LIBS twinspan_target LABELS unit asan)
 endif()
