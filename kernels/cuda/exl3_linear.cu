@@ -1,6 +1,7 @@
 // Host side of the EXL3 linear: validation, workspace layout, the input rotation and the 64-row
 // launches. Device code is in exl3_linear_kernel.cuh.
 #include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
@@ -109,6 +110,11 @@ absl::Status Exl3Linear(const Context& ctx, const float* x, int64_t x_stride, in
     return absl::InvalidArgumentError(absl::StrFormat(
         "Exl3Linear: x_stride=%d / y_stride=%d must be multiples of 4 and at least k=%d / n=%d",
         x_stride, y_stride, w.k, w.n));
+  // float4 loads of x, float4 stores of y and 16-byte cp.async of the trellis.
+  auto misaligned = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 != 0; };
+  if (misaligned(x) || misaligned(y) || misaligned(w.trellis))
+    return absl::InvalidArgumentError(
+        "Exl3Linear: x, y and the trellis must be 16-byte aligned device pointers");
   const WorkspaceLayout layout = Layout(w, rows);
   if (!ctx.workspace || ctx.workspace_bytes < layout.total)
     return absl::ResourceExhaustedError(

@@ -50,7 +50,8 @@ size_t Exl3LinearWorkspaceBytes(const Exl3DeviceWeight& w, int64_t rows);
 // y[rows, n] = x[rows, k] @ W, x and y device fp32, row strides x_stride and y_stride in floats.
 // Same arithmetic as cpu::Exl3Linear except the order of the fp32 sums inside a group of k-tiles
 // (xh is bit-identical; products of fp16 values are exact). Asynchronous on
-// ctx.stream. InvalidArgument naming the bad field for shapes, plan or strides that do not fit,
+// ctx.stream. InvalidArgument naming the bad field for shapes, plan or strides that do not fit
+// or x, y or the trellis not 16-byte aligned,
 // ResourceExhausted for a small workspace, Internal for a failed launch.
 absl::Status Exl3Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
                         const Exl3DeviceWeight& w, float* y, int64_t y_stride);

@@ -452,6 +452,8 @@ TEST(Exl3LinearCuda, RejectsBadShapesPlansAndWorkspace) {
   bad.n = 100;
   EXPECT_EQ(runner.Run(bad, x.as<float>(), 1, y.as<float>()).code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(runner.Run(d.view, x.as<float>() + 1, 1, y.as<float>()).code(),
+            absl::StatusCode::kInvalidArgument);  // x not 16-byte aligned.
   Context small;
   DeviceBuffer ws(16);
   small.workspace = ws.get();
