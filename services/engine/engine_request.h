@@ -44,13 +44,19 @@ struct StreamSummary {
   double verify_seconds = 0, draft_seconds = 0;
 };
 
+// A sink's answer to one round's ids: keep the first `keep`; `stop` ends the stream with kStop
+// (a stop string completed in the decoded text, possibly at the last kept id).
+struct SinkVerdict {
+  int keep = 0;
+  bool stop = false;
+};
+
 // Where one stream's results go. Called on the engine thread only; must not block for long.
 class StreamSink {
  public:
   virtual ~StreamSink() = default;
-  // Ids one round emitted (round 0: the prefill's token). Returns how many to keep: fewer than
-  // ids.size() ends the stream with kStop (a stop string matched in the decoded text).
-  virtual int OnTokens(absl::Span<const uint32_t> ids, uint32_t round) = 0;
+  // Ids one round emitted (round 0: the prefill's token).
+  virtual SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t round) = 0;
   // Exactly once, last: the summary, or the error that ended the stream.
   virtual void OnFinish(absl::StatusOr<StreamSummary> summary) = 0;
   // Polled between rounds; true ends the stream with kAborted (the client went away).

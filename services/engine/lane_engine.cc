@@ -277,10 +277,10 @@ bool LaneEngine::Emit(Stream& s, std::vector<uint32_t> ids) {
     metrics_->RecordInterToken(Seconds(now - s.last_emit_time) / ids.size());
   }
   s.last_emit_time = now;
-  const int kept = s.sink->OnTokens(ids, s.round);
-  if (kept < static_cast<int>(ids.size())) {
-    s.summary.completion_ids.resize(s.summary.completion_ids.size() - ids.size() +
-                                    std::max(kept, 0));
+  const SinkVerdict verdict = s.sink->OnTokens(ids, s.round);
+  const int kept = std::clamp(verdict.keep, 0, static_cast<int>(ids.size()));
+  if (verdict.stop || kept < static_cast<int>(ids.size())) {
+    s.summary.completion_ids.resize(s.summary.completion_ids.size() - ids.size() + kept);
     reason = FinishReason::kStop;
   }
   if (reason) {

@@ -23,9 +23,9 @@ constexpr int kVocab = 97;
 class Sink : public engine::StreamSink {
  public:
   std::function<void(uint32_t)> on_round;
-  int OnTokens(absl::Span<const uint32_t> ids, uint32_t round) override {
+  engine::SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t round) override {
     if (on_round) on_round(round);
-    return static_cast<int>(ids.size());
+    return {static_cast<int>(ids.size()), false};
   }
   void OnFinish(absl::StatusOr<StreamSummary> s) override {
     absl::MutexLock lock(&mu_);

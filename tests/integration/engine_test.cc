@@ -27,13 +27,13 @@ class CollectingSink : public StreamSink {
   std::function<void(uint32_t round)> on_round;
   int stop_after = -1;  // emulate a stop string: keep only this many tokens in total
 
-  int OnTokens(absl::Span<const uint32_t> ids, uint32_t round) override {
+  SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t round) override {
     if (on_round) on_round(round);
     absl::MutexLock lock(&mu_);
     int keep = static_cast<int>(ids.size());
     if (stop_after >= 0) keep = std::min<int>(keep, stop_after - static_cast<int>(seen_.size()));
     seen_.insert(seen_.end(), ids.begin(), ids.begin() + keep);
-    return keep;
+    return {keep, stop_after >= 0 && static_cast<int>(seen_.size()) >= stop_after};
   }
   void OnFinish(absl::StatusOr<StreamSummary> summary) override {
     absl::MutexLock lock(&mu_);

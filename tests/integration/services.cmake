@@ -12,3 +12,11 @@ if(TARGET twinspan_rpc)
   twinspan_test(draft_plane_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/draft_plane_test.cc
     LIBS twinspan_rpc twinspan_toy_models LABELS integration services)
 endif()
+
+# Real processes on loopback, driven by a Python client generated from the protos.
+if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router)
+  add_test(NAME services_processes_test
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/services_test.py)
+  set_tests_properties(services_processes_test PROPERTIES TIMEOUT 600 LABELS "integration;services"
+    ENVIRONMENT "TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_DRAFTER_BIN=$<TARGET_FILE:twinspan-drafter>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_MAKE_DEMO_BIN=$<TARGET_FILE:make-demo>;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
+endif()

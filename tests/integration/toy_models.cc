@@ -148,13 +148,13 @@ void ToyLogits(absl::Span<const uint32_t> prefix, int vocab, float* out) {
   }
 }
 
-ToyVerifier::ToyVerifier(int vocab, int64_t context, uint32_t eos_id) {
+ToyVerifier::ToyVerifier(int vocab, int64_t context, uint32_t eos_id, int hidden_size) {
   info_.model_name = "toy";
   info_.model_type = "toy";
   info_.vocab_size = vocab;
   info_.max_context = context;
   info_.eos_ids = {eos_id};
-  info_.hidden_size = 4;
+  info_.hidden_size = hidden_size;
   info_.checkpoint_fingerprint = "toy-fingerprint";
 }
 

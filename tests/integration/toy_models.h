@@ -16,7 +16,7 @@ namespace twinspan::testing {
 // Logits over `vocab` ids from the hash of a token prefix; eos_id ends streams sometimes.
 class ToyVerifier : public engine::VerifierModel {
  public:
-  ToyVerifier(int vocab, int64_t context, uint32_t eos_id);
+  ToyVerifier(int vocab, int64_t context, uint32_t eos_id, int hidden_size = 4);
   const engine::VerifierInfo& info() const override { return info_; }
   absl::StatusOr<std::unique_ptr<engine::VerifierSequence>> NewSequence() const override;
 

@@ -9,6 +9,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
 namespace twinspan::rpc {
@@ -47,6 +48,8 @@ void RunningServer::Shutdown(absl::Time deadline) {
 }
 
 void SetUpLogging(const std::string& role, const std::string& level) {
+  // Logs go to stderr; stdout carries only the "listening" line scripts read.
+  spdlog::set_default_logger(spdlog::stderr_color_mt(role));
   spdlog::default_logger()->set_pattern(absl::StrCat("%Y-%m-%dT%H:%M:%S.%e ", role, " %^%l%$ %v"));
   spdlog::set_level(spdlog::level::from_str(level));
 }

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/hash/sha256.h"
+#include "common/sampler/keyed_sampler.h"
 #include "services/target/server/stop_matcher.h"
 #include "spdlog/spdlog.h"
 
@@ -26,6 +28,19 @@ v1::FinishReason ToProto(engine::FinishReason reason) {
   return v1::FINISH_REASON_UNSPECIFIED;
 }
 
+}  // namespace
+
+absl::StatusOr<std::string> TokenSha256(absl::Span<const uint32_t> ids) {
+  std::string bytes;
+  bytes.reserve(ids.size() * 4);
+  for (uint32_t id : ids) {
+    for (int shift = 0; shift < 32; shift += 8) bytes.push_back(static_cast<char>(id >> shift));
+  }
+  return hash::Sha256Hex(bytes);
+}
+
+namespace {
+
 // Engine results -> reply messages: decodes text, applies stop strings, writes chunks and Final.
 class ReplySink : public engine::StreamSink {
  public:
@@ -37,7 +52,7 @@ class ReplySink : public engine::StreamSink {
         request_id_(std::move(request_id)),
         served_by_(std::move(served_by)) {}
 
-  int OnTokens(absl::Span<const uint32_t> ids, uint32_t round) override {
+  engine::SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t round) override {
     v1::GenerateResponse response;
     response.set_request_id(request_id_);
     v1::GenerateChunk* chunk = response.mutable_chunk();
@@ -60,7 +75,7 @@ class ReplySink : public engine::StreamSink {
       }
     }
     writer_->Write(std::move(response));
-    return keep;
+    return {keep, stopped_};
   }
 
   void OnFinish(absl::StatusOr<engine::StreamSummary> summary) override {
@@ -80,10 +95,15 @@ class ReplySink : public engine::StreamSink {
         writer_->Write(std::move(tail));
       }
     }
+    absl::StatusOr<std::string> digest = TokenSha256(summary->completion_ids);
+    if (!digest.ok()) {
+      writer_->Finish(digest.status());
+      return;
+    }
     v1::GenerateResponse response;
     response.set_request_id(request_id_);
     v1::GenerateFinal* f = response.mutable_final();
-    f->set_token_sha256(summary->token_sha256);
+    f->set_token_sha256(*digest);
     f->set_prompt_tokens(summary->prompt_tokens);
     f->set_completion_tokens(static_cast<uint32_t>(summary->completion_ids.size()));
     f->set_drafted(summary->drafted);
@@ -127,17 +147,6 @@ absl::Status CheckRange(const char* name, float value, float lo, float hi) {
 }
 
 }  // namespace
-
-uint64_t SeedFromPrompt(absl::Span<const uint32_t> ids) {
-  uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the ids' little-endian bytes
-  for (uint32_t id : ids) {
-    for (int shift = 0; shift < 32; shift += 8) {
-      h ^= (id >> shift) & 0xff;
-      h *= 0x100000001b3ULL;
-    }
-  }
-  return h;
-}
 
 absl::StatusOr<std::string> TargetBackend::Render(const v1::ChatMessages& chat) const {
   if (chat.messages_size() == 0) return absl::InvalidArgumentError("request: chat has no messages");
@@ -203,7 +212,10 @@ absl::StatusOr<engine::EngineRequest> TargetBackend::MakeEngineRequest(
   r.sampling.top_k = static_cast<int>(p.top_k());
   r.sampling.top_p = p.top_p() == 0.0f ? 1.0f : p.top_p();
   r.sampling.min_p = p.min_p();
-  r.sampling.seed = p.has_seed() ? p.seed().value() : SeedFromPrompt(r.prompt_ids);
+  r.sampling.seed =
+      p.has_seed()
+          ? p.seed().value()
+          : sampler::SeedFromPrompt(std::vector<int32_t>(r.prompt_ids.begin(), r.prompt_ids.end()));
   r.max_tokens =
       p.max_tokens() == 0 ? options_.default_max_tokens : static_cast<int>(p.max_tokens());
   if (p.stop_size() > options_.max_stop_strings) {

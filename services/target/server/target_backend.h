@@ -49,8 +49,8 @@ class TargetBackend : public rpc::ServingBackend {
   TargetBackendOptions options_;
 };
 
-// A seed from the prompt ids, so a request without one repeats itself.
-uint64_t SeedFromPrompt(absl::Span<const uint32_t> ids);
+// token_sha256 of a reply: SHA-256 (hex) of the ids as little-endian uint32.
+absl::StatusOr<std::string> TokenSha256(absl::Span<const uint32_t> ids);
 
 }  // namespace twinspan::serving
 

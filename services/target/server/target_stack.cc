@@ -1,0 +1,128 @@
+#include "services/target/server/target_stack.h"
+
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "kernels/cpu/parallel.h"
+#include "services/engine/checkpoint_fingerprint.h"
+#include "services/engine/grpc/grpc_draft_channel.h"
+#include "services/engine/in_process_draft_channel.h"
+#include "services/target/server/keyed_token_sampler.h"
+#include "services/target/server/target_verifier.h"
+#include "services/target/server/tokenizer_codec.h"
+#include "services/target/target_model.h"
+#include "spdlog/spdlog.h"
+
+namespace twinspan::serving {
+
+struct TargetStack::Parts {
+  std::unique_ptr<cpu::ThreadPool> pool;
+  std::unique_ptr<target::TargetModel> model;
+  std::unique_ptr<TokenizerCodec> codec;
+  std::unique_ptr<TargetVerifier> verifier;
+  std::unique_ptr<engine::TokenSampler> sampler;
+  std::unique_ptr<engine::DraftModel> draft_model;
+  std::unique_ptr<engine::InProcessDraftChannel> in_process;
+  std::unique_ptr<rpc::GrpcDraftChannel> grpc;
+};
+
+absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStackOptions& o,
+                                                               metrics::ServingMetrics* metrics,
+                                                               DraftModelOpener open_drafter) {
+  if (!o.drafter_address.empty() && !o.drafter_model_dir.empty()) {
+    return absl::InvalidArgumentError("target: give --drafter or --drafter-model, not both");
+  }
+  if (o.context < 2 || o.threads < 0 || o.prefill_chunk_rows < 1) {
+    return absl::InvalidArgumentError("target: --context >= 2, --threads >= 0, chunk rows >= 1");
+  }
+  auto stack = std::unique_ptr<TargetStack>(new TargetStack());
+  stack->parts_ = std::make_unique<Parts>();
+  Parts& p = *stack->parts_;
+  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  p.pool = std::make_unique<cpu::ThreadPool>(threads);
+  target::TargetOptions topt;
+  topt.pool = p.pool.get();
+  topt.context = o.context;
+  topt.drafter_configured = !o.drafter_address.empty() || !o.drafter_model_dir.empty();
+  ABSL_ASSIGN_OR_RETURN(p.model, target::OpenTargetModel(o.model_dir, topt));
+  ABSL_ASSIGN_OR_RETURN(p.codec, TokenizerCodec::Open(o.model_dir));
+  ABSL_ASSIGN_OR_RETURN(std::string fingerprint, engine::CheckpointFingerprint(o.model_dir));
+
+  const target::TargetConfig& config = p.model->config();
+  engine::VerifierInfo info;
+  info.model_name = std::filesystem::path(o.model_dir).filename().string();
+  info.model_type = config.model_type;
+  info.vocab_size = static_cast<int>(config.vocab_size);
+  info.max_context = o.context;
+  for (int64_t id : config.eos_token_ids) info.eos_ids.push_back(static_cast<uint32_t>(id));
+  info.hidden_size = static_cast<int>(config.hidden_size);
+  info.checkpoint_fingerprint = fingerprint;
+  p.verifier = std::make_unique<TargetVerifier>(p.model.get(), info, o.prefill_chunk_rows);
+  p.sampler = MakeKeyedTokenSampler();
+
+  engine::DraftChannel* channel = nullptr;
+  if (!o.drafter_model_dir.empty()) {
+    if (open_drafter == nullptr) {
+      return absl::FailedPreconditionError("target: built without the in-process drafter");
+    }
+    ABSL_ASSIGN_OR_RETURN(p.draft_model, open_drafter(o.drafter_model_dir, o.model_dir,
+                                                      o.head_variant, o.context, threads));
+    const engine::DrafterInfo& d = p.draft_model->info();
+    if (d.vocab_size != info.vocab_size || d.tokenizer_sha256 != p.codec->sha256() ||
+        d.target_fingerprint != fingerprint) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "target: drafter ", o.drafter_model_dir, " was built for another checkpoint (vocab ",
+          d.vocab_size, " vs ", info.vocab_size, ", fingerprint ", d.target_fingerprint, " vs ",
+          fingerprint, ")"));
+    }
+    p.in_process = std::make_unique<engine::InProcessDraftChannel>(p.draft_model.get());
+    channel = p.in_process.get();
+  } else if (!o.drafter_address.empty()) {
+    rpc::GrpcDraftChannelOptions copt;
+    copt.address = o.drafter_address;
+    copt.target_name = o.name;
+    copt.vocab_size = info.vocab_size;
+    copt.tokenizer_sha256 = p.codec->sha256();
+    copt.target_fingerprint = fingerprint;
+    copt.hidden_size = info.hidden_size;
+    copt.max_message_bytes = o.max_message_bytes;
+    p.grpc = rpc::GrpcDraftChannel::Start(copt);
+    channel = p.grpc.get();
+  }
+
+  engine::EngineOptions eopt;
+  eopt.parallel = o.parallel;
+  eopt.max_waiting = o.max_waiting;
+  eopt.max_prompt_tokens = o.max_prompt_tokens;
+  eopt.max_tokens_limit = o.max_tokens_limit;
+  eopt.draft_timeout = o.draft_timeout;
+  eopt.name = o.name;
+  ABSL_ASSIGN_OR_RETURN(
+      stack->engine_,
+      engine::LaneEngine::Start(eopt, p.verifier.get(), p.sampler.get(), channel, metrics));
+  TargetBackendOptions bopt;
+  bopt.name = o.name;
+  bopt.default_max_tokens = o.default_max_tokens;
+  stack->backend_ = std::make_unique<TargetBackend>(stack->engine_.get(), p.codec.get(), bopt);
+  spdlog::info("{}: {} ({}), vocab {}, context {}, parallel {}, threads {}, drafter {}", o.name,
+               o.model_dir, config.model_type, info.vocab_size, o.context, o.parallel, threads,
+               !o.drafter_address.empty()     ? o.drafter_address
+               : !o.drafter_model_dir.empty() ? "in-process"
+                                              : "none");
+  return stack;
+}
+
+TargetStack::~TargetStack() {
+  backend_.reset();
+  engine_.reset();  // joins the round loop before the channel and models go
+  parts_.reset();
+}
+
+bool TargetStack::WaitDrafter(absl::Duration timeout) {
+  if (parts_->grpc == nullptr) return true;
+  return parts_->grpc->WaitReady(timeout);
+}
+
+}  // namespace twinspan::serving

@@ -1,0 +1,74 @@
+// Everything one target process serves with, built from flags: the model, tokenizer, sampler, the
+// drafter link (gRPC, in-process, or none), the lane engine and the public API backend. The
+// twinspan-target binary and the router's single-process mode both use it.
+#ifndef TWINSPAN_SERVICES_TARGET_SERVER_TARGET_STACK_H_
+#define TWINSPAN_SERVICES_TARGET_SERVER_TARGET_STACK_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "services/engine/draft_channel.h"
+#include "services/engine/draft_model.h"
+#include "services/engine/lane_engine.h"
+#include "services/target/server/target_backend.h"
+
+namespace twinspan::metrics {
+class ServingMetrics;
+}
+
+namespace twinspan::serving {
+
+struct TargetStackOptions {
+  std::string model_dir;
+  std::string name = "target";
+  int64_t context = 4096;  // positions per stream
+  int parallel = 4;        // live streams per round
+  int threads = 0;         // CPU threads; 0: hardware concurrency
+  int64_t prefill_chunk_rows = 256;
+  std::string drafter_address;            // a twinspan-drafter (split mode)
+  std::string drafter_model_dir;          // or a drafter run in this process (single-process mode)
+  std::string head_variant = "two-span";  // of the in-process drafter
+  absl::Duration draft_timeout = absl::Milliseconds(500);
+  int max_waiting = 64;
+  int64_t max_prompt_tokens = 0;  // 0: context - 1
+  int max_tokens_limit = 4096;
+  int default_max_tokens = 256;
+  int max_message_bytes = 64 << 20;
+};
+
+// Opens an in-process drafter for `target_dir`'s model: set by the drafter server library when it
+// is linked (single-process mode). Null means the binary was built without it.
+using DraftModelOpener = absl::StatusOr<std::unique_ptr<engine::DraftModel>> (*)(
+    const std::string& drafter_dir, const std::string& target_dir, const std::string& head_variant,
+    int64_t context, int threads);
+
+// Owns the parts; destroy before the server that serves `backend()` is gone.
+class TargetStack {
+ public:
+  // Errors: those of the model, tokenizer and drafter loaders; InvalidArgument for flags out of
+  // range or both drafter_address and drafter_model_dir.
+  static absl::StatusOr<std::unique_ptr<TargetStack>> Open(const TargetStackOptions& options,
+                                                           metrics::ServingMetrics* metrics,
+                                                           DraftModelOpener open_drafter);
+  ~TargetStack();
+
+  TargetBackend& backend() { return *backend_; }
+  engine::LaneEngine& engine() { return *engine_; }
+  // Blocks until the gRPC drafter handshake is done (true) or the timeout passes (false); true
+  // at once without a gRPC drafter.
+  bool WaitDrafter(absl::Duration timeout);
+
+  struct Parts;
+
+ private:
+  TargetStack() = default;
+  std::unique_ptr<Parts> parts_;
+  std::unique_ptr<engine::LaneEngine> engine_;
+  std::unique_ptr<TargetBackend> backend_;
+};
+
+}  // namespace twinspan::serving
+
+#endif  // TWINSPAN_SERVICES_TARGET_SERVER_TARGET_STACK_H_

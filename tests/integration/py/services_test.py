@@ -1,0 +1,353 @@
+"""Integration tests: real twinspan-target / -drafter / -router processes on 127.0.0.1, driven by a
+Python client generated from the protos (Debian's python3-grpcio and grpc_tools).
+
+Run by ctest with TWINSPAN_{TARGET,DRAFTER,ROUTER,MAKE_DEMO}_BIN and TWINSPAN_PROTO_DIR set.
+The demo pair is random, so drafts are rarely accepted; every exactness check compares token ids
+(token_sha256), which is what the contract is about.
+"""
+import concurrent.futures
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import twinspan_procs  # noqa: E402
+
+import grpc  # noqa: E402
+
+BINS = {
+    "target": os.environ.get("TWINSPAN_TARGET_BIN", ""),
+    "drafter": os.environ.get("TWINSPAN_DRAFTER_BIN", ""),
+    "router": os.environ.get("TWINSPAN_ROUTER_BIN", ""),
+    "make_demo": os.environ.get("TWINSPAN_MAKE_DEMO_BIN", ""),
+}
+PROTO_DIR = os.environ.get("TWINSPAN_PROTO_DIR", "")
+
+pb = None
+pb_grpc = None
+
+
+def setUpModule():
+    global pb, pb_grpc
+    for name, path in BINS.items():
+        if not os.path.exists(path):
+            raise RuntimeError("binary for %s not found: %r" % (name, path))
+    stubs = twinspan_procs.tempdir("twinspan-stubs-")
+    twinspan_procs.generate_stubs(PROTO_DIR, stubs)
+    from twinspan.v1 import serving_pb2, serving_pb2_grpc
+    pb, pb_grpc = serving_pb2, serving_pb2_grpc
+
+
+def chat_request(text, max_tokens=24, temperature=0.0, seed=None, draft=True, session="",
+                 ignore_eos=True):
+    r = pb.GenerateRequest()
+    r.chat.messages.add(role="user", content=text)
+    r.sampling.max_tokens = max_tokens
+    r.sampling.temperature = temperature
+    r.sampling.ignore_eos = ignore_eos
+    if seed is not None:
+        r.sampling.seed.value = seed
+    r.sampling.draft.value = draft
+    r.session_key = session
+    return r
+
+
+def generate(stub, request, timeout=120, on_chunk=None):
+    """Returns (ids, text, final) of one Generate call."""
+    ids, text, final = [], "", None
+    for i, response in enumerate(stub.Generate(request, timeout=timeout)):
+        if response.HasField("chunk"):
+            ids.extend(response.chunk.ids)
+            text += response.chunk.text
+            if on_chunk:
+                on_chunk(i)
+        else:
+            final = response.final
+    if final is None:
+        raise AssertionError("stream ended without a final message")
+    return ids, text, final
+
+
+def scrape(port):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+        return r.read().decode()
+
+
+def metric_sum(text, name, **labels):
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all('%s="%s"' % (k, v) in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+class ServicesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.work = twinspan_procs.tempdir("twinspan-services-")
+        cls.models = twinspan_procs.make_demo(BINS["make_demo"], os.path.join(cls.work, "models"))
+        cls.cluster = twinspan_procs.Cluster(BINS, cls.work)
+        c = cls.cluster
+        try:
+            cls.drafter = c.drafter("drafter", cls.models)
+            cls.drafter_full = c.drafter("drafter-full", cls.models, head="full")
+            cls.split = c.target("target-split", cls.models, drafter=cls.drafter.address)
+            cls.full = c.target("target-full", cls.models, drafter=cls.drafter_full.address)
+            cls.inproc = c.target("target-inproc", cls.models, in_process_drafter=True)
+            cls.plain = c.target("target-plain", cls.models)
+            config = {
+                "pools": [
+                    {"variant": "two-span", "weight": 50, "workers": [cls.split.address]},
+                    {"variant": "full", "weight": 50, "workers": [cls.full.address]},
+                ],
+                "health_interval_ms": 200,
+            }
+            cls.router_config = os.path.join(cls.work, "router.json")
+            with open(cls.router_config, "w") as f:
+                json.dump(config, f)
+            cls.router = c.router("router", cls.router_config)
+        except Exception:
+            c.stop_all()
+            raise
+        cls.channels = {}
+        cls.wait_drafters()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop_all()
+        for ch in cls.channels.values():
+            ch.close()
+        if os.environ.get("TWINSPAN_KEEP_LOGS") is None:
+            shutil.rmtree(cls.work, ignore_errors=True)
+
+    @classmethod
+    def stub(cls, proc):
+        if proc.address not in cls.channels:
+            cls.channels[proc.address] = grpc.insecure_channel(proc.address)
+        return pb_grpc.ServingStub(cls.channels[proc.address])
+
+    @classmethod
+    def wait_drafters(cls, timeout=30):
+        deadline = time.time() + timeout
+        for t in (cls.split, cls.full, cls.inproc):
+            while not cls.stub(t).ModelInfo(pb.ModelInfoRequest(), timeout=10).drafter_connected:
+                if time.time() > deadline:
+                    raise AssertionError("%s never connected to its drafter:\n%s" % (t.name, t.tail()))
+                time.sleep(0.1)
+
+    # --- exactness ------------------------------------------------------------------------------
+
+    def test_drafted_equals_plain_through_router_split_and_in_process(self):
+        router = self.stub(self.router)
+        for temperature, seed in ((0.0, None), (0.8, 7), (1.0, 12345)):
+            req = chat_request("Tell me a story about a dragon.", max_tokens=40,
+                               temperature=temperature, seed=seed)
+            want_ids, want_text, want = generate(self.stub(self.plain), req)
+            self.assertEqual(want.drafted, 0)
+            self.assertEqual(want.head_variant, "none")
+            for name, stub in (("router", router), ("split", self.stub(self.split)),
+                               ("in-process", self.stub(self.inproc))):
+                ids, text, final = generate(stub, req)
+                self.assertEqual(final.token_sha256, want.token_sha256, (name, temperature))
+                self.assertEqual(ids, want_ids, (name, temperature))
+                self.assertEqual(text, want_text, (name, temperature))
+                self.assertGreater(final.drafted, 0, name)
+                self.assertEqual(sum(final.tokens_per_round), final.completion_tokens - 1)
+            off = chat_request("Tell me a story about a dragon.", max_tokens=40,
+                               temperature=temperature, seed=seed, draft=False)
+            _, _, final = generate(self.stub(self.split), off)
+            self.assertEqual(final.token_sha256, want.token_sha256)
+            self.assertEqual(final.drafted, 0)
+
+    def test_concurrent_equals_solo_and_repeat_equals_first(self):
+        prompts = ["hello, how are you today?", "what is the weather like?",
+                   "the quick brown fox", "please tell me a story"]
+        reqs = [chat_request(p, max_tokens=32, temperature=0.7 if i % 2 else 0.0, seed=i)
+                for i, p in enumerate(prompts)]
+        stub = self.stub(self.split)
+        solo = [generate(stub, r)[2].token_sha256 for r in reqs]
+        for streams in (1, 2, 4):
+            with concurrent.futures.ThreadPoolExecutor(streams) as pool:
+                got = list(pool.map(lambda r: generate(stub, r)[2].token_sha256, reqs[:streams]))
+            self.assertEqual(got, solo[:streams], "streams=%d" % streams)
+        self.assertEqual([generate(stub, r)[2].token_sha256 for r in reqs], solo)
+
+    # --- drafter failure --------------------------------------------------------------------------
+
+    def test_killing_the_drafter_mid_request_keeps_tokens_and_a_restart_is_picked_up(self):
+        c = self.cluster
+        drafter = c.drafter("drafter-victim", self.models)
+        target = c.target("target-victim", self.models, drafter=drafter.address, parallel=1)
+        stub = self.stub(target)
+        deadline = time.time() + 30
+        while not stub.ModelInfo(pb.ModelInfoRequest(), timeout=10).drafter_connected:
+            self.assertLess(time.time(), deadline, target.tail())
+            time.sleep(0.1)
+        req = chat_request("a long story, please", max_tokens=160, temperature=0.5, seed=3)
+        _, _, want = generate(self.stub(self.plain), req)
+
+        def kill_after_a_few(i):
+            if i == 4:
+                drafter.kill()
+
+        _, _, final = generate(stub, req, on_chunk=kill_after_a_few)
+        self.assertEqual(final.token_sha256, want.token_sha256)
+        self.assertTrue(final.draft_degraded)
+        self.assertGreater(final.drafted, 0)
+
+        port = drafter.port
+        restarted = c.drafter("drafter-restarted", self.models, port=port)
+        deadline = time.time() + 30
+        while not stub.ModelInfo(pb.ModelInfoRequest(), timeout=10).drafter_connected:
+            self.assertLess(time.time(), deadline, target.tail())
+            time.sleep(0.1)
+        _, _, again = generate(stub, req)
+        self.assertEqual(again.token_sha256, want.token_sha256)
+        self.assertGreater(again.drafted, 0)
+        self.assertFalse(again.draft_degraded)
+        restarted.stop()
+        target.stop()
+
+    # --- A/B ----------------------------------------------------------------------------------------
+
+    def test_ab_sessions_stick_to_their_variant_and_metrics_count_per_variant(self):
+        router = self.stub(self.router)
+        before = scrape(self.router.metrics_port)
+        seen = {}
+        for s in range(16):
+            key = "session-%d" % s
+            for _ in range(2):
+                _, _, final = generate(router, chat_request("hi", max_tokens=4, session=key))
+                seen.setdefault(key, set()).add(final.head_variant)
+        for key, variants in seen.items():
+            self.assertEqual(len(variants), 1, "session %s moved: %s" % (key, variants))
+        counts = {}
+        for variants in seen.values():
+            v = next(iter(variants))
+            counts[v] = counts.get(v, 0) + 2
+        self.assertEqual(set(counts), {"two-span", "full"}, counts)
+        after = scrape(self.router.metrics_port)
+        for variant, n in counts.items():
+            delta = (metric_sum(after, "twinspan_router_requests_total", head_variant=variant) -
+                     metric_sum(before, "twinspan_router_requests_total", head_variant=variant))
+            self.assertEqual(delta, n, variant)
+        # The session key also works as metadata, and a forced variant wins.
+        _, _, a = generate(router, chat_request("hi", max_tokens=2, session="session-3"))
+        req = chat_request("hi", max_tokens=2)
+        final = None
+        for r in router.Generate(req, metadata=(("x-session-key", "session-3"),), timeout=60):
+            if r.HasField("final"):
+                final = r.final
+        self.assertEqual(final.head_variant, a.head_variant)
+        forced = chat_request("hi", max_tokens=2, session="session-3")
+        forced.head_variant = "full"
+        self.assertEqual(generate(router, forced)[2].head_variant, "full")
+
+    # --- metrics -------------------------------------------------------------------------------------
+
+    def test_metrics_pass_promtool(self):
+        promtool = shutil.which("promtool")
+        self.assertIsNotNone(promtool, "promtool missing: install Debian's prometheus package")
+        generate(self.stub(self.router), chat_request("metrics please", max_tokens=8))
+        for proc in (self.router, self.split, self.drafter):
+            text = scrape(proc.metrics_port)
+            r = subprocess.run([promtool, "check", "metrics"], input=text, text=True,
+                               capture_output=True)
+            self.assertEqual(r.returncode, 0, "%s: %s%s" % (proc.name, r.stdout, r.stderr))
+        text = scrape(self.split.metrics_port)
+        for name in ("twinspan_spec_decode_num_drafts_total",
+                     "twinspan_spec_decode_num_draft_tokens_total",
+                     "twinspan_spec_decode_num_accepted_tokens_total",
+                     "twinspan_spec_decode_tokens_per_round_bucket",
+                     "twinspan_round_phase_seconds_bucket",
+                     "twinspan_time_to_first_token_seconds_bucket",
+                     "twinspan_num_requests_running"):
+            self.assertIn(name, text)
+        self.assertIn('head_variant="two-span"', text)
+
+    # --- API surface ---------------------------------------------------------------------------------
+
+    def test_limits_errors_and_api(self):
+        stub = self.stub(self.split)
+        with self.assertRaises(grpc.RpcError) as e:
+            generate(stub, chat_request("x" * 5000, max_tokens=4))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("limit", e.exception.details())
+        with self.assertRaises(grpc.RpcError) as e:
+            generate(stub, chat_request("hi", max_tokens=100000))
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("max_tokens", e.exception.details())
+        bad = chat_request("hi")
+        bad.sampling.temperature = -1
+        with self.assertRaises(grpc.RpcError) as e:
+            generate(stub, bad)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        with self.assertRaises(grpc.RpcError) as e:
+            generate(stub, pb.GenerateRequest())
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        ids = pb.GenerateRequest()
+        ids.prompt_ids.ids.extend([1, 2, 3, 100000])
+        with self.assertRaises(grpc.RpcError) as e:
+            generate(stub, ids)
+        self.assertIn("vocabulary", e.exception.details())
+
+        tok = stub.Tokenize(pb.TokenizeRequest(text="hello world"), timeout=10)
+        self.assertGreater(len(tok.ids), 0)
+        info = self.stub(self.router).ModelInfo(pb.ModelInfoRequest(), timeout=10)
+        self.assertEqual(info.vocab_size, 512)
+        self.assertEqual(sorted(info.head_variants), ["full", "two-span"])
+        self.assertEqual(len(info.tokenizer_sha256), 64)
+
+        # Raw prompt and stop strings: the reply ends before the stop string.
+        raw = pb.GenerateRequest(prompt="the quick brown fox")
+        raw.sampling.max_tokens = 30
+        raw.sampling.ignore_eos = True
+        full_ids, full_text, _ = generate(stub, raw)
+        # A stop string of two ASCII letters from the middle of the reply (random text is mostly
+        # bytes that decode to U+FFFD, which a stop string should not rely on).
+        starts = [i for i in range(2, len(full_text) - 1)
+                  if full_text[i:i + 2].isascii() and full_text[i:i + 2].isalpha()]
+        self.assertTrue(starts, "no ASCII pair in %r" % full_text)
+        stop = full_text[starts[0]:starts[0] + 2]
+        raw.sampling.stop.append(stop)
+        _, text, final = generate(stub, raw)
+        self.assertEqual(final.finish_reason, pb.FINISH_REASON_STOP, (stop, full_text, text))
+        self.assertEqual(text, full_text[:full_text.find(stop)])
+
+        # Abort a running request by id.
+        long = chat_request("go on", max_tokens=1000)
+        long.request_id = "abort-me"
+        stream = stub.Generate(long, timeout=60)
+        first = next(stream)
+        self.assertTrue(stub.Abort(pb.AbortRequest(request_id="abort-me"), timeout=10).found)
+        final = None
+        for r in stream:
+            if r.HasField("final"):
+                final = r.final
+        self.assertEqual(final.finish_reason, pb.FINISH_REASON_ABORTED)
+
+    def test_health_and_reflection(self):
+        # Raw calls: Debian ships no grpc_health / grpc_reflection Python modules.
+        ident = lambda b: b
+        for proc in (self.router, self.split, self.drafter):
+            ch = grpc.insecure_channel(proc.address)
+            check = ch.unary_unary("/grpc.health.v1.Health/Check", request_serializer=ident,
+                                   response_deserializer=ident)
+            self.assertEqual(check(b"", timeout=10), b"\x08\x01", proc.name)  # status: SERVING
+            info = ch.stream_stream(
+                "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                request_serializer=ident, response_deserializer=ident)
+            reply = b"".join(info(iter([b"\x3a\x00"]), timeout=10))  # list_services: ""
+            want = b"twinspan.v1.Drafter" if proc is self.drafter else b"twinspan.v1.Serving"
+            self.assertIn(want, reply, proc.name)
+            ch.close()
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
