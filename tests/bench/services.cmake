@@ -1,0 +1,6 @@
+# Split-versus-in-process per-round overhead of the drafter plane (run by hand; docs/perf.md).
+if(TARGET twinspan_rpc AND TARGET twinspan_toy_models)
+  add_executable(services_split_bench ${CMAKE_CURRENT_LIST_DIR}/services_split_bench.cc)
+  target_link_libraries(services_split_bench PRIVATE twinspan_rpc twinspan_toy_models
+    benchmark::benchmark)
+endif()
