@@ -12,7 +12,7 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  echo "run-demo: stopped every process it started; logs were in $work"
+  echo "run-demo: stopped every process it started (their logs: $work)"
 }
 trap cleanup EXIT
 
