@@ -22,6 +22,16 @@ uint64_t Fnv1a(const std::string& s) {
   return h;
 }
 
+// SplitMix64's finalizer: FNV-1a alone leaves the high bits of similar keys ("session-1",
+// "session-2", ...) correlated, which skews the weights.
+uint64_t Mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 double UnitFromHash(uint64_t h) { return static_cast<double>(h >> 11) / double(1ULL << 53); }
 
 }  // namespace
@@ -29,7 +39,7 @@ double UnitFromHash(uint64_t h) { return static_cast<double>(h >> 11) / double(1
 int PickPool(const std::vector<double>& weights, const std::string& session_key, double uniform) {
   double total = 0;
   for (double w : weights) total += w;
-  const double u = (session_key.empty() ? uniform : UnitFromHash(Fnv1a(session_key))) * total;
+  const double u = (session_key.empty() ? uniform : UnitFromHash(Mix(Fnv1a(session_key)))) * total;
   double acc = 0;
   for (size_t i = 0; i < weights.size(); ++i) {
     acc += weights[i];

@@ -20,3 +20,8 @@ if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router
   set_tests_properties(services_processes_test PROPERTIES TIMEOUT 600 LABELS "integration;services"
     ENVIRONMENT "TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_DRAFTER_BIN=$<TARGET_FILE:twinspan-drafter>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_MAKE_DEMO_BIN=$<TARGET_FILE:make-demo>;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
 endif()
+
+if(TARGET twinspan_router)
+  twinspan_test(router_config_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/router_config_test.cc
+    LIBS twinspan_router LABELS integration services)
+endif()
