@@ -196,6 +196,7 @@ def run_bench(args, backend, chosen, modes, out=sys.stdout, err=sys.stderr) -> i
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
         "argv": sys.argv[1:], "target": args.target, "model": model_info,
         "bench_commit": source_commit(), "cpu": cpu_model(), "cpus": os.cpu_count(),
+        "load_average_at_start": list(os.getloadavg()),
         "options": {"tokens": args.tokens, "reps": args.reps, "warmup": args.warmup,
                     "levels": args.levels, "modes": args.modes, "temperature": args.temperature,
                     "top_k": 20, "top_p": 0.95, "seed": args.seed, "variants": variants,
@@ -224,6 +225,7 @@ def run_bench(args, backend, chosen, modes, out=sys.stdout, err=sys.stderr) -> i
         if jsonl is not None and jsonl is not out:
             jsonl.close()
     records = [c["record"] for c in cells]
+    meta["load_average_at_end"] = list(os.getloadavg())
     if args.report:
         report.write_report(args.report, meta, cells, runner.references)
     if args.plot:
