@@ -9,6 +9,7 @@ contraction group), and code points assigned after Unicode 13 (engines differ by
 
 import argparse
 import json
+import os
 import random
 
 WORDS = (
@@ -170,6 +171,8 @@ def main():
         d = gen.document()
         docs.append(d)
         total += len(d.encode("utf-8"))
+    # ctest may run this before the npm fixture has made the folder.
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(docs, f, ensure_ascii=True)
     print(f"{len(docs)} documents, {total} bytes of UTF-8")

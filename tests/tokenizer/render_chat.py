@@ -8,6 +8,7 @@ Each case is {"messages": [...], "tools": [...], "add_generation_prompt": bool,
 """
 
 import json
+import os
 import sys
 from datetime import datetime
 
@@ -78,6 +79,8 @@ def main():
             results.append({"ok": True, "text": template.render(**kwargs)})
         except Exception as error:  # the C++ side must fail on the same cases
             results.append({"ok": False, "error": f"{type(error).__name__}: {error}"})
+    # ctest may run this before the npm fixture has made the folder.
+    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(results, f, ensure_ascii=False, indent=1)
     print(f"{len(results)} cases rendered")
