@@ -52,8 +52,12 @@ absl::Status ParseLayerTypes(const json& text, const std::string& source, Target
     }
     for (const json& t : *it) {
       const std::string name = t.is_string() ? t.get<std::string>() : "";
-      if (name == "full_attention" || name == "sliding_attention") {
+      if (name == "full_attention") {
         c.layer_types.push_back(LayerType::kFullAttention);
+      } else if (name == "sliding_attention") {
+        return absl::UnimplementedError(absl::StrFormat(
+            "%s: layer_types has sliding_attention layers, which the target does not support",
+            source));
       } else if (name == "linear_attention") {
         c.layer_types.push_back(LayerType::kLinearAttention);
       } else {
@@ -170,6 +174,16 @@ absl::StatusOr<TargetConfig> ParseTargetConfig(const json& config, const std::st
       c.tie_word_embeddings = tie->get<bool>();
       break;
     }
+  }
+  auto bias = text.find("attention_bias");
+  if (bias != text.end() && bias->is_boolean() && bias->get<bool>()) {
+    return absl::UnimplementedError(
+        absl::StrFormat("%s: attention_bias is true; the target does not support it", source));
+  }
+  auto sliding = text.find("use_sliding_window");
+  if (sliding != text.end() && sliding->is_boolean() && sliding->get<bool>()) {
+    return absl::UnimplementedError(
+        absl::StrFormat("%s: use_sliding_window is true; the target does not support it", source));
   }
   ABSL_RETURN_IF_ERROR(ParseRope(text, source, c));
   ABSL_RETURN_IF_ERROR(ParseLayerTypes(text, source, c));

@@ -91,6 +91,18 @@ TEST(TargetConfigTest, NamesTheBadField) {
   j["layer_types"] = {"full_attention"};
   EXPECT_FALSE(ParseTargetConfig(j, "m/config.json").ok());
   j = Qwen3Json();
+  j["attention_bias"] = true;
+  EXPECT_EQ(ParseTargetConfig(j, "m/config.json").status().code(),
+            absl::StatusCode::kUnimplemented);
+  j = Qwen3Json();
+  j["use_sliding_window"] = true;
+  EXPECT_EQ(ParseTargetConfig(j, "m/config.json").status().code(),
+            absl::StatusCode::kUnimplemented);
+  j = Qwen3Json();
+  j["layer_types"] = {"full_attention", "full_attention", "sliding_attention", "full_attention"};
+  EXPECT_EQ(ParseTargetConfig(j, "m/config.json").status().code(),
+            absl::StatusCode::kUnimplemented);
+  j = Qwen3Json();
   j["partial_rotary_factor"] = 0.3;  // 64 * 0.3 is not an even integer.
   EXPECT_FALSE(ParseTargetConfig(j, "m/config.json").ok());
 }
