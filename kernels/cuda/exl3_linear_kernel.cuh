@@ -1,11 +1,13 @@
 // Device code of the EXL3 linear (decode and verify windows, 1..64 rows per launch).
 //
 // Algorithm. y = (H128 . ((H128 . (x*suh)) @ W_hat)) * svh, W_hat decoded from the trellis in
-// registers. The grid is (128-column blocks x 4 column groups, K splits); a block owns 32 columns
-// (two 16x16 tiles per warp) of one 128-column block and one K split, and its `wk` warps each walk
-// a contiguous run of k-tiles. Each warp stages its trellis words in a private shared-memory ring
-// (cp.async, no block barrier in the main loop), decodes every tile once into mma B fragments and
-// multiplies it with all 16*MT rows, so one decode serves every row of a verify window.
+// registers. The grid is (128-column blocks x 8/TPW column groups, K splits); a block owns 16*TPW
+// columns (TPW 16x16 tiles per warp) of one 128-column block and one K split, and its `wk` warps
+// each walk a contiguous run of k-tiles. TPW = 4 halves the input re-reads (each column group
+// copies every row's k range) where rows make them dominate; it changes no sum's order. Each warp
+// stages its trellis words in a private shared-memory ring (cp.async, no block barrier in the main
+// loop), decodes every tile once into mma B fragments and multiplies it with all 16*MT rows, so one
+// decode serves every row of a verify window.
 //
 // Row invariance. Every row's sum runs in one fixed order that depends on (k, n, plan) alone:
 // k-tiles in order inside a warp (fp32 mma accumulators), warps in order through shared memory,
@@ -28,8 +30,11 @@ namespace twinspan::cuda::exl3_kernel {
 // Matches the order of exl3::Codebook; the kernels are instantiated per codebook.
 enum class Cb : int { k3inst = 0, kMcg = 1, kMul1 = 2 };
 
-constexpr int kColGroups = 4;                      // 32-column groups per 128-column block.
-constexpr int kTilesPerWarp = 2;                   // 16x16 tiles per warp per k step.
+// Column groups per 128-column block when each warp owns TPW 16x16 tiles per k step.
+template <int TPW>
+__host__ __device__ constexpr int ColGroups() {
+  return 8 / TPW;
+}
 constexpr float kHadScale = 0.08838834764831845f;  // 1/sqrt(128).
 
 // Everything one launch needs; pointers are device pointers.
@@ -55,10 +60,10 @@ __host__ __device__ constexpr int Stages() {
   return MT == 1 ? (K <= 4 ? 8 : 6) : (MT == 2 ? 4 : 3);
 }
 
-template <int K>
+template <int K, int TPW>
 __host__ __device__ constexpr int
-StageWords() {  // uint32 words of one warp's k step of trellis (two tiles).
-  return kTilesPerWarp * 8 * K;
+StageWords() {  // uint32 words of one warp's k step of trellis (TPW tiles).
+  return TPW * 8 * K;
 }
 
 // A tile of one k step: 16*MT rows of 16 halves, rows padded to 12 words so the fragment loads of
@@ -69,15 +74,16 @@ __host__ __device__ constexpr int AWords() {
   return 16 * MT * kARowWords;
 }
 
-template <int K, int MT>
+template <int K, int MT, int TPW>
 __host__ __device__ constexpr int RingWords() {  // One warp's ring.
-  return Stages<K, MT>() * (StageWords<K>() + AWords<MT>());
+  return Stages<K, MT>() * (StageWords<K, TPW>() + AWords<MT>());
 }
 
-// Dynamic shared memory of one block: the warps' rings, reused for the 16*MT x 32 reduction tile.
-template <int K, int MT>
+// Dynamic shared memory of one block: the warps' rings, reused for the 16*MT x 16*TPW reduction
+// tile.
+template <int K, int MT, int TPW>
 __host__ __device__ constexpr int SharedBytes(int wk) {
-  const int ring = wk * RingWords<K, MT>() * 4, red = 16 * MT * 32 * 4;
+  const int ring = wk * RingWords<K, MT, TPW>() * 4, red = 16 * MT * 16 * TPW * 4;
   return ring > red ? ring : red;
 }
 
@@ -222,10 +228,13 @@ __device__ __forceinline__ void Hadamard128(float v[4]) {
   }
 }
 
-template <Cb CB, int K, int MT>
-__global__ void __launch_bounds__(256, MT == 1 ? 3 : 2) LinearKernel(LinearParams p) {
+template <Cb CB, int K, int MT, int TPW>
+__global__ void __launch_bounds__(256, MT == 1 && TPW == 2 ? 3 : 2) LinearKernel(LinearParams p) {
+  constexpr int kColGroups = ColGroups<TPW>();
+  constexpr int kCols = 16 * TPW;  // Columns of one block.
   constexpr int kStages = Stages<K, MT>();
-  constexpr int kWords = StageWords<K>();
+  constexpr int kWords = StageWords<K, TPW>();
+  constexpr int kChunks = kWords / 4;  // 16-byte trellis chunks of one k step.
   constexpr int kStageWords = kWords + AWords<MT>();
   extern __shared__ __align__(16) uint32_t smem[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -234,7 +243,7 @@ __global__ void __launch_bounds__(256, MT == 1 ? 3 : 2) LinearKernel(LinearParam
   const int kt = p.k / 16;
   const int per_warp = kt / (p.sk * p.wk);
   const int tk0 = (split * p.wk + warp) * per_warp;
-  const int tn0 = colblock * 8 + group * kTilesPerWarp;
+  const int tn0 = colblock * 8 + group * TPW;
   const int rows = p.m < 16 * MT ? p.m : 16 * MT;
 
   constexpr int kStageBytes = kStageWords * 4, kRingBytes = kStages * kStageBytes;
@@ -244,9 +253,9 @@ __global__ void __launch_bounds__(256, MT == 1 ? 3 : 2) LinearKernel(LinearParam
   for (int i = lane; i < kRingBytes / 4; i += 32) reinterpret_cast<uint32_t*>(ring)[i] = 0u;
   __syncwarp();
 
-  // Per-lane copy plan, fixed for the loop: at most one 16-byte trellis chunk (kWords <= 128 for
-  // K <= 8) and up to MT 16-byte chunks of A (row c / 2, columns 8 * (c % 2) of the k-tile).
-  const bool has_trellis = lane * 4 < kWords;
+  // Per-lane copy plan, fixed for the loop: trellis chunks lane + 32 * i (TPW tiles are contiguous
+  // in a k-tile row) and up to MT 16-byte chunks of A (row c / 2, columns 8 * (c % 2) of the
+  // k-tile).
   const int64_t stride = p.tile_row_stride;
   const uint16_t* tsrc = p.trellis + static_cast<int64_t>(tk0) * stride +
                          static_cast<int64_t>(tn0) * 16 * K + lane * 8;
@@ -262,7 +271,10 @@ __global__ void __launch_bounds__(256, MT == 1 ? 3 : 2) LinearKernel(LinearParam
     a_soff[i] = 4 * (kWords + (c >> 1) * kARowWords + (c & 1) * 4);
   }
   auto issue_trellis = [&](const uint16_t* src, uint32_t slot) {
-    if (has_trellis) CpAsync16(ring_s + slot + lane * 16, src);
+#pragma unroll
+    for (int i = 0; i < (kChunks + 31) / 32; ++i)
+      if (lane + 32 * i < kChunks)
+        CpAsync16(ring_s + slot + (lane + 32 * i) * 16, src + 32 * i * 8);
   };
   auto issue_a = [&](const __half* src, uint32_t slot) {
 #pragma unroll
@@ -271,11 +283,11 @@ __global__ void __launch_bounds__(256, MT == 1 ? 3 : 2) LinearKernel(LinearParam
   };
 
   const LaneWindow lw = MakeLaneWindow<K>(lane);
-  float acc[MT][kTilesPerWarp][2][4];
+  float acc[MT][TPW][2][4];
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int t = 0; t < kTilesPerWarp; ++t)
+    for (int t = 0; t < TPW; ++t)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -327,7 +339,7 @@ __global__ void __launch_bounds__(256, MT == 1 ? 3 : 2) LinearKernel(LinearParam
       a[mt][3] = ar[8 * kARowWords + 4];
     }
 #pragma unroll
-    for (int t = 0; t < kTilesPerWarp; ++t) {
+    for (int t = 0; t < TPW; ++t) {
       uint32_t b[4];
       DecodeTile<CB, K>(stage + t * 32 * K, lw, b);
 #pragma unroll
@@ -349,27 +361,27 @@ __global__ void __launch_bounds__(256, MT == 1 ? 3 : 2) LinearKernel(LinearParam
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-        for (int t = 0; t < kTilesPerWarp; ++t)
+        for (int t = 0; t < TPW; ++t)
 #pragma unroll
           for (int h = 0; h < 2; ++h)
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
               const int row = mt * 16 + arow + (i >> 1) * 8;
               const int col = t * 16 + h * 8 + acol + (i & 1);
-              float& r = red[row * 32 + col];
+              float& r = red[row * kCols + col];
               r = w == 0 ? acc[mt][t][h][i] : r + acc[mt][t][h][i];
             }
     }
     __syncthreads();
   }
 
-  // This block's 32 columns of split `split` to scratch.
-  const int colbase = colblock * 128 + group * 32;
-  for (int i = threadIdx.x; i < p.m * 32; i += blockDim.x) {
-    const int row = i / 32, col = i % 32;
+  // This block's kCols columns of split `split` to scratch.
+  const int colbase = colblock * 128 + group * kCols;
+  for (int i = threadIdx.x; i < p.m * kCols; i += blockDim.x) {
+    const int row = i / kCols, col = i % kCols;
     if (row < 16 * MT)
       __stcg(p.z + (static_cast<int64_t>(split) * p.m + row) * p.n + colbase + col,
-             red[row * 32 + col]);
+             red[row * kCols + col]);
   }
   __threadfence();
   __syncthreads();

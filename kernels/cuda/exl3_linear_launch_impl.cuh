@@ -6,16 +6,16 @@
 
 namespace twinspan::cuda::exl3_kernel {
 
-template <Cb CB, int K, int MT>
+template <Cb CB, int K, int MT, int TPW>
 cudaError_t LaunchOne(const LinearParams& p, cudaStream_t stream) {
-  const int smem = SharedBytes<K, MT>(p.wk);
-  auto* kernel = &LinearKernel<CB, K, MT>;
+  const int smem = SharedBytes<K, MT, TPW>(p.wk);
+  auto* kernel = &LinearKernel<CB, K, MT, TPW>;
   if (smem > 48 * 1024 - 256) {  // The kernel's own 16 bytes of static shared memory count too.
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess) return e;
   }
-  const dim3 grid(static_cast<unsigned>(p.n / 128 * kColGroups), static_cast<unsigned>(p.sk));
+  const dim3 grid(static_cast<unsigned>(p.n / 128 * ColGroups<TPW>()), static_cast<unsigned>(p.sk));
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = dim3(32 * p.wk);
@@ -34,12 +34,12 @@ cudaError_t LaunchOne(const LinearParams& p, cudaStream_t stream) {
 template <Cb CB, int K>
 cudaError_t LaunchRows(int mt, const LinearParams& p, cudaStream_t stream) {
   switch (mt) {
-    case 1:
-      return LaunchOne<CB, K, 1>(p, stream);
+    case 1:  // Up to 8 rows the decode dominates: 2 tiles per warp keep twice the blocks.
+      return p.m <= 8 ? LaunchOne<CB, K, 1, 2>(p, stream) : LaunchOne<CB, K, 1, 4>(p, stream);
     case 2:
-      return LaunchOne<CB, K, 2>(p, stream);
-    case 4:
-      return LaunchOne<CB, K, 4>(p, stream);
+      return LaunchOne<CB, K, 2, 4>(p, stream);
+    case 4:  // 4 tiles at 64 rows would need 128 accumulators per lane.
+      return LaunchOne<CB, K, 4, 2>(p, stream);
     default:
       return cudaErrorInvalidValue;
   }

@@ -397,7 +397,7 @@ TEST(Exl3LinearCuda, MatchesTheCpuOpForEveryCodebookWidthRowCountAndView) {
       for (const exl3::Weight* part : {&*w, &*view}) {
         auto dv = dev->View(*part);
         ASSERT_TRUE(dv.ok()) << dv.status();
-        for (int64_t rows : {1, 7, 33, 64}) {
+        for (int64_t rows : {1, 7, 16, 20, 33, 64}) {
           const std::vector<float> x = testing::RandomRows(rows, part->k(), 9 + K + rows);
           std::vector<float> want(rows * part->n());
           ASSERT_TRUE(
