@@ -4,7 +4,7 @@ import os
 import tempfile
 import unittest
 
-from twinspan_bench import cli, runner
+from twinspan_bench import cli, prompts, runner
 from twinspan_bench.model import GREEDY, sampled
 from twinspan_bench.prompts import builtin_prompts
 
@@ -167,6 +167,24 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual(code, 2)
         self.assertIn("no drafter connected after 0.5 s", err)
         self.assertEqual(backend.calls, [])
+
+    def test_no_draft_runs_the_cells_plain_but_keeps_drafted_references(self):
+        backend = FakeBackendForBenchTests()
+        argv = ["--cells", "code", "--modes", "greedy", "--levels", "2", "--tokens", "6",
+                "--reps", "1", "--warmup", "0", "--quiet", "--alone", "--no-draft", "--jsonl", "-"]
+        code, out, _ = run_main(argv, backend)
+        self.assertEqual(code, 0)
+        record = json.loads(out.splitlines()[0])
+        self.assertEqual((record["draft"], record["tokens_per_round"], record["drafted"]),
+                         (False, 1.0, 0))
+        # Two drafted solo references, then the cell's two plain streams.
+        self.assertEqual([r.draft for r in backend.calls], [True, True, False, False])
+
+    def test_long_functions_sets_the_long_prompt_size(self):
+        args = cli.build_parser().parse_args(["--cells", "long", "--long-functions", "5"])
+        short = cli.select_prompts(args)[0].text
+        self.assertLess(len(short), 1500)
+        self.assertTrue(prompts.long_code_prompt().startswith(short[:-200]))
 
     def test_jsonl_on_stdout(self):
         argv = ["--cells", "chat", "--modes", "sampled", "--levels", "2", "--tokens", "8",

@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="host:port of twinspan-target or twinspan-router (default %(default)s)")
     p.add_argument("--cells", type=comma_list, default=None,
                    help="built-in prompts: code, chat, long (default code,chat; none with --prompts)")
+    p.add_argument("--long-functions", type=at_least(1), default=80,
+                   help="size of the 'long' prompt in synthetic functions of ~200 characters "
+                   "(default %(default)s: about 16,000 characters)")
     p.add_argument("--prompts", metavar="FILE",
                    help="JSON lines: name, kind and either prompt (raw text) or messages (chat)")
     p.add_argument("--modes", type=comma_list, default=["greedy", "sampled"],
@@ -66,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup-tokens", type=at_least(1), default=8, help="tokens per warm-up reply")
     p.add_argument("--variant", action="append", default=None, metavar="NAME",
                    help="pin a head variant (repeat or comma-separate for several)")
+    p.add_argument("--no-draft", action="store_true",
+                   help="run the cells with draft: false, the plain baseline to --compare against")
     p.add_argument("--seed", type=int, default=1234, help="stream i samples with seed SEED+i")
     p.add_argument("--alone", action="store_true",
                    help="check every concurrent reply against its solo run")
@@ -91,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def select_prompts(args) -> list:
     """The prompts to run, built-in and from --prompts; raises ValueError on unknown names."""
-    builtin = prompts.builtin_prompts()
+    builtin = prompts.builtin_prompts(args.long_functions)
     names = args.cells if args.cells is not None else ([] if args.prompts else ["code", "chat"])
     unknown = [n for n in names if n not in builtin]
     if unknown:
@@ -187,7 +192,7 @@ def run_bench(args, backend, chosen, modes, out=sys.stdout, err=sys.stderr) -> i
     variants = [v for arg in (args.variant or []) for v in comma_list(arg)] or [""]
     options = RunOptions(tokens=args.tokens, reps=args.reps, warmup=args.warmup,
                          warmup_tokens=args.warmup_tokens, alone=args.alone, serial=args.serial,
-                         base_seed=args.seed)
+                         base_seed=args.seed, draft=not args.no_draft)
     model_info = backend.model_info(args.connect_timeout)
     if args.require_drafter:
         model_info = wait_for_drafter(backend, model_info, args.connect_timeout)
@@ -200,7 +205,8 @@ def run_bench(args, backend, chosen, modes, out=sys.stdout, err=sys.stderr) -> i
         "options": {"tokens": args.tokens, "reps": args.reps, "warmup": args.warmup,
                     "levels": args.levels, "modes": args.modes, "temperature": args.temperature,
                     "top_k": 20, "top_p": 0.95, "seed": args.seed, "variants": variants,
-                    "alone": args.alone, "serial": args.serial},
+                    "alone": args.alone, "serial": args.serial, "draft": not args.no_draft,
+                    "long_functions": args.long_functions},
         "prompt_tokens": prompt_tokens,
     }
     jsonl = None

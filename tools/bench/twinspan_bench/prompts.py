@@ -68,12 +68,13 @@ def long_code_prompt(functions: int = 80) -> str:
     return "\n".join(lines) + "\n"
 
 
-def builtin_prompts() -> dict:
-    """The built-in prompts by name: 'code' and 'chat' (the default cells) and 'long'."""
+def builtin_prompts(long_functions: int = 80) -> dict:
+    """The built-in prompts by name: 'code' and 'chat' (the default cells) and 'long'
+    (`long_functions` synthetic functions, ~200 characters each)."""
     return {
         "code": Prompt("code", "code", text=CODE_PROMPT),
         "chat": Prompt("chat", "chat", messages=CHAT_MESSAGES),
-        "long": Prompt("long", "code", text=long_code_prompt()),
+        "long": Prompt("long", "code", text=long_code_prompt(long_functions)),
     }
 
 

@@ -23,6 +23,7 @@ class RunOptions:
     alone: bool = False  # compare every concurrent reply with its solo run
     serial: bool = False  # compare every solo run with draft: false
     base_seed: int = 1234  # stream i uses base_seed + i
+    draft: bool = True  # False: the cells themselves run draft: false (the plain baseline)
 
 
 def run_together(backend, requests) -> list:
@@ -71,9 +72,11 @@ class Runner:
         self.log = log
         self.references = []  # records of the solo and draft:false runs
 
-    def request(self, prompt, sampling, seed, variant, draft=True, tokens=None) -> GenRequest:
+    def request(self, prompt, sampling, seed, variant, draft=None, tokens=None) -> GenRequest:
+        """A request; `draft` None means the cells' setting (RunOptions.draft)."""
         return GenRequest(prompt=prompt, sampling=sampling,
-                          max_tokens=tokens or self.options.tokens, seed=seed, draft=draft,
+                          max_tokens=tokens or self.options.tokens, seed=seed,
+                          draft=self.options.draft if draft is None else draft,
                           variant=variant or None)
 
     def reference_runs(self, prompt, sampling, variant: Optional[str], draft: bool, seeds) -> dict:
@@ -121,7 +124,7 @@ class Runner:
         record = {
             "cell": key.label(), "prompt": key.prompt, "kind": prompt.kind, "mode": key.mode,
             "level": key.level, "variant": key.variant, "variants_seen": seen,
-            "tokens": opts.tokens, "reps": opts.reps, **summary, "exact": ledger.as_dict(),
+            "draft": opts.draft, "tokens": opts.tokens, "reps": opts.reps, **summary, "exact": ledger.as_dict(),
         }
         evid = [evidence(key, rep, stream, requests[stream], r)
                 for rep, results in enumerate(reps) for stream, r in enumerate(results)]
