@@ -13,21 +13,12 @@ namespace {
 
 absl::Status CheckLinear(const cpu::LinearWeight& w, int64_t out, int64_t in, int64_t layer,
                          const char* name) {
-  if (w.empty() || w.out_features() != out || w.in_features() != in) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("qwen3_5 layer %d: %s is [%d, %d], expected [%d, %d]", layer, name,
-                        w.out_features(), w.in_features(), out, in));
-  }
-  return absl::OkStatus();
+  return CheckLinearShape(w, out, in, "qwen3_5", layer, name);
 }
 
 absl::Status CheckVector(const std::vector<float>& v, int64_t size, int64_t layer,
                          const char* name) {
-  if (static_cast<int64_t>(v.size()) != size) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "qwen3_5 layer %d: %s has %d values, expected %d", layer, name, v.size(), size));
-  }
-  return absl::OkStatus();
+  return CheckVectorSize(v, size, "qwen3_5", layer, name);
 }
 
 GdnBlockShape GdnShapeOf(const TargetConfig& c) {

@@ -14,6 +14,25 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
+absl::Status CheckLinearShape(const cpu::LinearWeight& w, int64_t out, int64_t in,
+                              std::string_view family, int64_t layer, std::string_view name) {
+  if (w.empty() || w.out_features() != out || w.in_features() != in) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s layer %d: %s is [%d, %d], expected [%d, %d]", family, layer, name,
+                        w.out_features(), w.in_features(), out, in));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckVectorSize(const std::vector<float>& v, int64_t size, std::string_view family,
+                             int64_t layer, std::string_view name) {
+  if (static_cast<int64_t>(v.size()) != size) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s layer %d: %s has %d values, expected %d",
+                                                      family, layer, name, v.size(), size));
+  }
+  return absl::OkStatus();
+}
+
 std::string TextModelPrefix(const Checkpoint& checkpoint) {
   return checkpoint.Has("model.language_model.embed_tokens.weight") ? "model.language_model."
                                                                     : "model.";

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,6 +36,15 @@ absl::StatusOr<cpu::LinearWeight> LoadLinear(const Checkpoint& checkpoint,
 absl::StatusOr<cpu::EmbeddingTable> LoadEmbedding(const Checkpoint& checkpoint,
                                                   const std::string& name, int64_t rows,
                                                   int64_t dim);
+
+// InvalidArgument "<family> layer <layer>: <name> is [o, i], expected [out, in]" unless `w` is a
+// loaded linear of that shape.
+absl::Status CheckLinearShape(const cpu::LinearWeight& w, int64_t out, int64_t in,
+                              std::string_view family, int64_t layer, std::string_view name);
+
+// InvalidArgument naming family, layer and weight unless `v` holds `size` values.
+absl::Status CheckVectorSize(const std::vector<float>& v, int64_t size, std::string_view family,
+                             int64_t layer, std::string_view name);
 
 // `weights` + 1, for the zero-centred (1 + w) norms of Qwen3.5, computed once at load.
 std::vector<float> OnePlus(std::vector<float> weights);
