@@ -13,20 +13,19 @@
 
 #ifndef ABSL_RETURN_IF_ERROR
 // Returns the status from the enclosing function when `expr` is not OK.
-#define ABSL_RETURN_IF_ERROR(expr)                              \
-  do {                                                          \
-    ::absl::Status twinspan_status_ = (expr);                   \
-    if (!twinspan_status_.ok()) return twinspan_status_;        \
+#define ABSL_RETURN_IF_ERROR(expr)                       \
+  do {                                                   \
+    ::absl::Status twinspan_status_ = (expr);            \
+    if (!twinspan_status_.ok()) return twinspan_status_; \
   } while (false)
 #endif
 
 #ifndef ABSL_ASSIGN_OR_RETURN
 // `ABSL_ASSIGN_OR_RETURN(auto x, Foo());` declares x from an OK StatusOr or returns its status.
-#define ABSL_ASSIGN_OR_RETURN(lhs, expr)                                                    \
-  ABSL_ASSIGN_OR_RETURN_IMPL_(TWINSPAN_STATUS_CONCAT_(twinspan_statusor_, __LINE__), lhs, \
-                              expr)
-#define ABSL_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
-  auto statusor = (expr);                                \
+#define ABSL_ASSIGN_OR_RETURN(lhs, expr) \
+  ABSL_ASSIGN_OR_RETURN_IMPL_(TWINSPAN_STATUS_CONCAT_(twinspan_statusor_, __LINE__), lhs, expr)
+#define ABSL_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)   \
+  auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = *std::move(statusor)
 #endif

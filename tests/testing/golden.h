@@ -6,8 +6,8 @@
 
 namespace twinspan::testing {
 
-// Returns the golden folder joined with `relative`. Fails the current test (and returns "") when the
-// folder is missing: golden tests must never pass by not running.
+// Returns the golden folder joined with `relative`. Fails the current test (and returns "") when
+// the folder is missing: golden tests must never pass by not running.
 std::string GoldenPath(const std::string& relative);
 
 }  // namespace twinspan::testing
