@@ -108,8 +108,8 @@ class BlockWorker {
   int64_t rows_;
   float* y_;
   int64_t y_stride_;
-  float strip_[kTileSize * kHadamardSize];      // Decoded 16 x 128 strip of W_hat.
-  std::vector<float> partial_, split_, total_;  // [rows, 128] each.
+  float strip_[kTileSize * kHadamardSize] = {};  // Decoded 16 x 128 strip of W_hat.
+  std::vector<float> partial_, split_, total_;   // [rows, 128] each.
 };
 
 }  // namespace
