@@ -19,6 +19,9 @@ absl::StatusOr<DraftHead> DraftHead::Create(const cpu::LinearWeight& lm_head, He
                           variant.name, span.begin, span.end, vocab));
     }
   }
+  if (lm_head.is_q4()) {
+    return absl::UnimplementedError("DraftHead: a Q4 lm_head is not supported (dense or EXL3)");
+  }
   DraftHead head;
   head.columns_ = variant.columns();
   head.hidden_size_ = h;
