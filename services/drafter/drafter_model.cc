@@ -81,7 +81,8 @@ absl::StatusOr<std::unique_ptr<DrafterModel>> DrafterModel::Open(const std::stri
   ABSL_ASSIGN_OR_RETURN(DrafterConfig config, LoadDrafterConfig(dir));
   if (as_dflash_v1) config.kind = DrafterKind::kDFlash;
   ABSL_ASSIGN_OR_RETURN(const std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
-  ABSL_ASSIGN_OR_RETURN(DrafterWeights weights, LoadDrafterWeights(*checkpoint, config));
+  ABSL_ASSIGN_OR_RETURN(DrafterWeights weights,
+                        LoadDrafterWeights(*checkpoint, config, options.linear_bits));
   return Create(std::move(config), std::move(weights), options);
 }
 

@@ -30,6 +30,9 @@ struct DrafterModelOptions {
   cpu::KvDtype kv_dtype = cpu::KvDtype::kBF16;
   // Positions per stream (context plus one block); a longer stream is ResourceExhausted.
   int64_t context = 4096;
+  // kQ4 quantizes the dense linears to Q4 at Open (--drafter-bits 4); proposals may change with
+  // the drafter's precision, the target's output never does.
+  LinearBits linear_bits = LinearBits::kAsStored;
 };
 
 // Every intermediate of one block forward, per layer [L][B * width], for golden tests.
