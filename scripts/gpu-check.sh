@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gpu-check.sh: the GPU tests and benchmarks in one go.
 #   scripts/gpu-check.sh bundle [BUILD_DIR]  (here, after building BUILD_DIR, default build-cuda):
-#       packs the GPU test and benchmark binaries with their shared libraries into device/bundle and
-#       the golden files they read into device/golden, for a GPU machine that lacks our libraries.
+#       packs the GPU test and benchmark binaries and twinspan-synth with their shared libraries into
+#       device/bundle and the golden files they read into device/golden, for a GPU machine that
+#       lacks our libraries.
 #   scripts/gpu-check.sh                     (on the GPU machine, with device/ carried along):
 #       runs every *_cuda_test and twinspan_gpu_bench, writes logs under $OUT (default ./gpu-out)
 #       and prints a short summary last. BENCH_ARGS passes extra flags to the benchmark.
@@ -15,7 +16,7 @@ if [ "${1:-}" = bundle ]; then
   rm -rf device/bundle device/golden
   mkdir -p device/golden/exl3_linear
   bins=$(find "$build/tests/cuda" "$build/tools" -maxdepth 2 -type f -executable \
-    \( -name '*_cuda_test' -o -name 'twinspan_gpu_bench' \) 2>/dev/null)
+    \( -name '*_cuda_test' -o -name 'twinspan_gpu_bench' -o -name 'twinspan-synth' \) 2>/dev/null)
   ../shared/tools/device-bundle.sh device/bundle $bins
   strip device/bundle/bin/* device/bundle/lib/*.so* 2>/dev/null || true
   cp "${TWINSPAN_GOLDEN:-../shared/golden}"/exl3_linear/*.safetensors device/golden/exl3_linear/
