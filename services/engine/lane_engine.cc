@@ -393,17 +393,24 @@ void LaneEngine::RunRound() {
   }
   const double draft_seconds = Seconds(absl::Now() - draft_start);
 
-  // 2. Verify every live window. TargetModel::Forward takes one sequence, so the round runs one
-  // forward per stream back to back.
+  // 2. Verify every live window [pending, d1..dk] in one call: one forward on a batching model.
   const absl::Time verify_start = absl::Now();
-  std::vector<uint32_t> window;
+  std::vector<Stream*> verifying;
+  std::vector<std::vector<uint32_t>> windows;
   for (auto& sp : live_) {
-    Stream& s = *sp;
-    if (s.done) continue;
-    window.assign(1, s.pending);
-    window.insert(window.end(), s.drafts.begin(), s.drafts.end());
-    absl::Status status = s.sequence->Verify(window, s.tap_layer_ids, &s.window_out);
-    if (!status.ok()) Fail(s, status);
+    if (sp->done) continue;
+    verifying.push_back(sp.get());
+    windows.push_back({sp->pending});
+    windows.back().insert(windows.back().end(), sp->drafts.begin(), sp->drafts.end());
+  }
+  std::vector<VerifyJob> jobs(verifying.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    Stream& s = *verifying[i];
+    jobs[i] = VerifyJob{s.sequence.get(), windows[i], s.tap_layer_ids, &s.window_out, {}};
+  }
+  if (!jobs.empty()) model_->VerifyBatch(absl::MakeSpan(jobs));
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!jobs[i].status.ok()) Fail(*verifying[i], jobs[i].status);
   }
   const double verify_seconds = Seconds(absl::Now() - verify_start);
   if (metrics_ != nullptr) {

@@ -1,8 +1,11 @@
 // The exactness contract on the lane engine, in one process: drafted == plain (greedy and sampled),
 // concurrent == solo, repeat == first, and a drafter that dies mid-request changes nothing but
 // speed.
+#include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -231,6 +234,47 @@ TEST_F(EngineTest, ContextLimitEndsWithContext) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].finish_reason, FinishReason::kContext);
   EXPECT_EQ(out[0].prompt_tokens + static_cast<int>(out[0].completion_ids.size()), 21);
+}
+
+// Every round verifies every live stream in ONE VerifyBatch call: each call holds distinct
+// streams, a stream sits in every call from its first round to its last (a round split in two
+// would leave a gap), all verifies went through the calls, and four streams shared calls.
+TEST_F(EngineTest, ARoundVerifiesEveryLiveStreamInOneCall) {
+  ToyVerifier counted(kVocab, 512, kEos);
+  EngineOptions options;
+  options.parallel = 4;
+  options.draft_timeout = absl::Seconds(5);
+  auto engine = LaneEngine::Start(options, &counted, &sampler_, &channel_, nullptr);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  std::vector<EngineRequest> requests;
+  for (int which = 0; which < 4; ++which) {
+    requests.push_back(MakeRequest(which, 0.0f, which != 1));  // One stream undrafted.
+    requests.back().ignore_eos = true;
+  }
+  const auto out = RunAll(**engine, requests);
+  ASSERT_EQ(out.size(), 4u);
+  int64_t rounds = 0;
+  for (const StreamSummary& s : out) rounds += s.rounds;
+  const std::vector<std::vector<int>> batches = counted.log().batches();
+  std::map<int, std::vector<size_t>> calls_of;
+  int64_t jobs = 0;
+  size_t widest = 0;
+  for (size_t call = 0; call < batches.size(); ++call) {
+    const std::set<int> distinct(batches[call].begin(), batches[call].end());
+    EXPECT_EQ(distinct.size(), batches[call].size()) << "call " << call;
+    for (int id : batches[call]) calls_of[id].push_back(call);
+    jobs += static_cast<int64_t>(batches[call].size());
+    widest = std::max(widest, batches[call].size());
+  }
+  EXPECT_EQ(jobs, rounds);
+  EXPECT_EQ(counted.log().verifies(), jobs);
+  EXPECT_EQ(widest, 4u);
+  EXPECT_EQ(calls_of.size(), 4u);
+  for (const auto& [id, calls] : calls_of) {
+    for (size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(calls[i], calls[0] + i) << "sequence " << id << " skipped a round's call";
+    }
+  }
 }
 
 TEST(ProposalBoxTest, StaleAndOutOfOrderAnswersAreNeverApplied) {
