@@ -174,24 +174,38 @@ void LaneEngine::Loop() {
 }
 
 void LaneEngine::PublishLoad() {
+  std::vector<std::string> finished;
+  for (const auto& s : live_) {
+    if (s->done) finished.push_back(s->request.request_id);
+  }
+  live_.erase(std::remove_if(live_.begin(), live_.end(), [](const auto& s) { return s->done; }),
+              live_.end());
+  // Set before running_ drops, so a caller that saw the engine idle sees the final values.
+  if (metrics_ != nullptr) {
+    metrics_->SetKvCacheUsage(KvCacheUsage());
+    metrics_->SetRequestsRunning(static_cast<int>(live_.size()));
+  }
   int waiting = 0;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& s : live_) {
-      if (s->done) {
-        live_ids_.erase(s->request.request_id);
-        aborts_.erase(s->request.request_id);
-      }
+    for (const std::string& id : finished) {
+      live_ids_.erase(id);
+      aborts_.erase(id);
     }
-    live_.erase(std::remove_if(live_.begin(), live_.end(), [](const auto& s) { return s->done; }),
-                live_.end());
     running_ = static_cast<int>(live_.size());
     waiting = static_cast<int>(waiting_.size());
   }
-  if (metrics_ != nullptr) {
-    metrics_->SetRequestsRunning(static_cast<int>(live_.size()));
-    metrics_->SetRequestsWaiting(waiting);
+  if (metrics_ != nullptr) metrics_->SetRequestsWaiting(waiting);
+}
+
+double LaneEngine::KvCacheUsage() const {
+  int64_t used = 0, allocated = 0;
+  for (const auto& s : live_) {
+    if (s->sequence == nullptr) continue;
+    used += s->sequence->length();
+    allocated += model_->info().max_context;
   }
+  return allocated == 0 ? 0.0 : static_cast<double>(used) / static_cast<double>(allocated);
 }
 
 void LaneEngine::Admit(std::unique_ptr<Stream> owned) {

@@ -87,7 +87,11 @@ class LaneEngine {
   void Finish(Stream& stream, FinishReason reason);
   void Fail(Stream& stream, const absl::Status& status);
   void ReleaseDraft(Stream& stream);
+  // Drops finished streams from live_; sets the running, waiting and KV-cache gauges.
   void PublishLoad();
+  // Committed positions of the live streams over the positions their caches hold (each stream's
+  // sequence holds info().max_context); 0 without live streams.
+  double KvCacheUsage() const;
 
   const EngineOptions options_;
   const VerifierModel* model_;

@@ -6,10 +6,13 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "common/metrics/serving_metrics.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/lane_engine.h"
 #include "services/engine/proposal_box.h"
@@ -275,6 +278,45 @@ TEST_F(EngineTest, ARoundVerifiesEveryLiveStreamInOneCall) {
       EXPECT_EQ(calls[i], calls[0] + i) << "sequence " << id << " skipped a round's call";
     }
   }
+}
+
+double KvCacheUsage(const prometheus::Registry& registry) {
+  for (const prometheus::MetricFamily& family : registry.Collect()) {
+    if (family.name == "twinspan_kv_cache_usage_perc" && !family.metric.empty()) {
+      return family.metric[0].gauge.value;
+    }
+  }
+  return -1;
+}
+
+// The gauge is committed positions over the live streams' allocated positions, set each round:
+// plain decoding commits one position a round, so round r (>= 2) sees the value round r - 1 left,
+// (prompt + r - 1) / context; with no live stream it is 0.
+TEST_F(EngineTest, KvCacheGaugeIsCommittedOverAllocatedPositionsEachRound) {
+  constexpr int64_t kContext = 100;
+  ToyVerifier small(kVocab, kContext, kEos);
+  auto registry = std::make_shared<prometheus::Registry>();
+  metrics::ServingMetrics metrics(registry, "toy");
+  EngineOptions options;
+  auto engine = LaneEngine::Start(options, &small, &sampler_, nullptr, &metrics);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EngineRequest r = MakeRequest(0, 0.0f, false);  // 5 prompt tokens
+  r.ignore_eos = true;
+  r.max_tokens = 30;
+  auto sink = std::make_shared<CollectingSink>();
+  std::vector<std::pair<uint32_t, double>> seen;
+  sink->on_round = [&](uint32_t round) { seen.push_back({round, KvCacheUsage(*registry)}); };
+  ASSERT_TRUE((*engine)->Submit(r, sink).ok());
+  ASSERT_TRUE(sink->Wait().ok());
+  ASSERT_TRUE((*engine)->WaitIdle(absl::Seconds(10)));
+  int checked = 0;
+  for (const auto& [round, usage] : seen) {
+    if (round < 2) continue;
+    EXPECT_DOUBLE_EQ(usage, static_cast<double>(5 + round - 1) / kContext) << "round " << round;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 28);
+  EXPECT_EQ(KvCacheUsage(*registry), 0.0);
 }
 
 TEST(ProposalBoxTest, StaleAndOutOfOrderAnswersAreNeverApplied) {
