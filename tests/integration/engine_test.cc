@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "common/metrics/serving_metrics.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
@@ -249,15 +250,28 @@ TEST_F(EngineTest, ARoundVerifiesEveryLiveStreamInOneCall) {
   options.draft_timeout = absl::Seconds(5);
   auto engine = LaneEngine::Start(options, &counted, &sampler_, &channel_, nullptr);
   ASSERT_TRUE(engine.ok()) << engine.status();
-  std::vector<EngineRequest> requests;
+  // The first stream's first token waits until all four are queued, so they are all live
+  // together from the second round on, however the threads are scheduled.
+  absl::Notification queued;
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
   for (int which = 0; which < 4; ++which) {
-    requests.push_back(MakeRequest(which, 0.0f, which != 1));  // One stream undrafted.
-    requests.back().ignore_eos = true;
+    EngineRequest r = MakeRequest(which, 0.0f, which != 1);  // One stream undrafted.
+    r.ignore_eos = true;
+    sinks.push_back(std::make_shared<CollectingSink>());
+    if (which == 0) {
+      sinks[0]->on_round = [&queued](uint32_t round) {
+        if (round == 0) queued.WaitForNotification();
+      };
+    }
+    EXPECT_TRUE((*engine)->Submit(std::move(r), sinks.back()).ok());
   }
-  const auto out = RunAll(**engine, requests);
-  ASSERT_EQ(out.size(), 4u);
+  queued.Notify();
   int64_t rounds = 0;
-  for (const StreamSummary& s : out) rounds += s.rounds;
+  for (auto& sink : sinks) {
+    absl::StatusOr<StreamSummary> s = sink->Wait();
+    ASSERT_TRUE(s.ok()) << s.status();
+    rounds += s->rounds;
+  }
   const std::vector<std::vector<int>> batches = counted.log().batches();
   std::map<int, std::vector<size_t>> calls_of;
   int64_t jobs = 0;
