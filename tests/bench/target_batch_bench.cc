@@ -1,9 +1,9 @@
 // One verify round of four streams on the CPU target: ONE ForwardBatch of the four windows
 // against four Forwards back to back (what the engine did before), on random qwen3 targets at
 // the demo target's shapes (make-demo: 4 layers, hidden 256, MLP 512, 4 / 2 heads x 64, vocab
-// 512) and at a wider shape whose fp32 weights (58 MB) leave the caches. Each stream holds a
-// 64-token prompt; a round is the forward(s) of `rows` rows per stream plus Commit(0) each, so
-// every iteration sees the same state. Run by hand (docs/perf.md), e.g.
+// 512; 10 MB of fp32 weights) and at a wider shape whose weights (58 MB) leave the caches. Each
+// stream holds a 64-token prompt; a round is the forward(s) of `rows` rows per stream plus
+// Commit(0) each, so every iteration sees the same state. Run by hand (docs/perf.md), e.g.
 //   build/tests/bench/target_batch_bench --benchmark_repetitions=15 \
 //     --benchmark_report_aggregates_only=true
 #include <memory>
