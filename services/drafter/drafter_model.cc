@@ -29,6 +29,11 @@ absl::StatusOr<std::unique_ptr<DrafterModel>> DrafterModel::Create(
         absl::StrFormat("DrafterModelOptions.context = %d is below the block size %d",
                         options.context, config.block_size));
   }
+  if (options.backend != nullptr && options.pool != nullptr) {
+    return absl::InvalidArgumentError(
+        "DrafterModelOptions.pool is set with a backend: the pool belongs to the backend, give "
+        "one");
+  }
   if (static_cast<int64_t>(weights.layers.size()) != config.num_layers ||
       (config.kind == DrafterKind::kDFlash2) != weights.selector.has_value()) {
     return absl::InvalidArgumentError("DrafterModel: weights were not loaded for this config");

@@ -33,12 +33,14 @@
 namespace twinspan::drafter {
 
 struct DrafterModelOptions {
-  // Threads of the CPU backend made when `backend` is null; not owned, must outlive the model.
-  // Null runs on the caller's thread.
-  cpu::ThreadPool* pool = nullptr;
-  // The backend the model runs on; not owned, must outlive the model and its streams. Null: a CPU
-  // backend over `pool`, owned by the model.
+  // The backend the model runs on; not owned, must outlive the model and its streams. The model
+  // issues its ops under its own lock (mu()), so nothing else (a target sharing the backend
+  // included) may use it while a call of the drafter runs. Null: the model makes and owns a CPU
+  // backend over `pool`.
   backend::Backend* backend = nullptr;
+  // Threads of that default CPU backend; not owned, must outlive the model. Null runs on the
+  // caller's thread. REQUIRES: null when `backend` is given (its pool is the backend's business).
+  cpu::ThreadPool* pool = nullptr;
   // Context K/V element type: bf16 serves; f32 for golden tests against fp32 references.
   cpu::KvDtype kv_dtype = cpu::KvDtype::kBF16;
   // Positions per stream (context plus one block); a longer stream is ResourceExhausted.
@@ -65,8 +67,9 @@ struct BlockTrace {
 // the public methods on distinct DraftStreams; they take turns on the backend.
 class DrafterModel {
  public:
-  // Takes the parsed config and its loaded weights and uploads them. InvalidArgument from a bad
-  // options.context; the backend's errors (ResourceExhausted naming the bytes).
+  // Takes the parsed config and its loaded weights and uploads them. InvalidArgument for a bad
+  // options.context or both options.backend and options.pool; the backend's errors
+  // (ResourceExhausted naming the bytes).
   static absl::StatusOr<std::unique_ptr<DrafterModel>> Create(DrafterConfig config,
                                                               DrafterWeights weights,
                                                               const DrafterModelOptions& options);

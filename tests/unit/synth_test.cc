@@ -16,6 +16,7 @@
 #include "common/safetensors/checkpoint.h"
 #include "common/safetensors/half.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "nlohmann/json.hpp"
 #include "services/drafter/drafter.h"
 #include "services/drafter/drafter_config.h"
@@ -328,7 +329,9 @@ TEST(SynthTest, TinyPairOpensForwardsAndDrafts) {
   }
   auto target = target::OpenTargetModel(target_dir, {.context = 64});
   ASSERT_TRUE(target.ok()) << target.status();
-  EXPECT_TRUE((*target)->lm_head().is_exl3());
+  const cpu::LinearWeight* head = cpu::CpuLinearWeight((*target)->lm_head());
+  ASSERT_NE(head, nullptr);
+  EXPECT_TRUE(head->is_exl3());
   auto drafter =
       drafter::Drafter::Open(drafter_dir, target_dir, {.model = {.context = 64}, .head = "full"});
   ASSERT_TRUE(drafter.ok()) << drafter.status();
@@ -357,7 +360,7 @@ TEST(SynthTest, TinyPairOpensForwardsAndDrafts) {
                   ->AppendTaps(**stream, drafter::TapForm::kRaw, result.taps,
                                static_cast<int64_t>(prompt.size()))
                   .ok());
-  auto proposal = (*drafter)->Propose(**stream, 42, {.want_logits = true});
+  auto proposal = (*drafter)->Propose(**stream, 42, {.walk_uniforms = {}, .want_logits = true});
   ASSERT_TRUE(proposal.ok()) << proposal.status();
   EXPECT_EQ(proposal->ids.size(), 7u);  // Block 8.
   for (const int32_t id : proposal->ids) EXPECT_TRUE(id >= 0 && id < 4096);

@@ -136,6 +136,10 @@ void ExpectSame(const Proposal& a, const Proposal& b) {
 TEST_F(DrafterOnBackendTest, AGivenBackendEqualsAnOwnedOne) {
   cpu::ThreadPool pool(3);
   const std::unique_ptr<backend::Backend> b = cpu::NewCpuBackend(&pool);
+  auto both = DrafterModel::Open(testing::GoldenPath("dflash2_drafter_tiny/model"),
+                                 {.backend = b.get(), .pool = &pool});
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("pool"), std::string::npos) << both.status();
   auto given = Open(b.get());
   auto owned = Open(nullptr);
   ASSERT_TRUE(given.ok() && owned.ok());
