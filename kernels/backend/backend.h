@@ -175,9 +175,12 @@ class Backend {
                             const cpu::TopKParams& params) = 0;
   // DFlash2's candidate selector walk (cpu/candidate_selector.h). Every span of `inputs` and
   // `outputs`, and the codebooks' data, lie in this backend's memory. Sequential over the slots.
-  virtual absl::Status SelectorWalk(const cpu::SelectorWalkInputs& inputs,
-                                    const cpu::SelectorWalkOutputs& outputs,
-                                    const cpu::SelectorWalkParams& params) = 0;
+  // (Optional until every backend has it: the default is Unimplemented naming the backend.)
+  virtual absl::Status SelectorWalk(const cpu::SelectorWalkInputs& /*inputs*/,
+                                    const cpu::SelectorWalkOutputs& /*outputs*/,
+                                    const cpu::SelectorWalkParams& /*params*/) {
+    return absl::UnimplementedError("SelectorWalk: not implemented by the " + name() + " backend");
+  }
 };
 
 }  // namespace twinspan::backend

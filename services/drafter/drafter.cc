@@ -29,7 +29,7 @@ std::span<T> Span(const std::unique_ptr<backend::Buffer>& b, int64_t count) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Drafter>> Drafter::Create(std::unique_ptr<DrafterModel> model,
-                                                         cpu::EmbeddingTable embedding,
+                                                         const cpu::EmbeddingTable& embedding,
                                                          const cpu::LinearWeight& lm_head,
                                                          const std::string& head) {
   const DrafterConfig& config = model->config();
@@ -91,7 +91,7 @@ absl::StatusOr<std::unique_ptr<Drafter>> Drafter::Open(const std::string& drafte
     ABSL_ASSIGN_OR_RETURN(lm_head, target::LoadLinear(*checkpoint, "lm_head", vocab, h));
   }
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<Drafter> drafter,
-                        Create(std::move(model), std::move(embedding), lm_head, options.head));
+                        Create(std::move(model), embedding, lm_head, options.head));
   drafter->target_checkpoint_ = checkpoint;
   return drafter;
 }

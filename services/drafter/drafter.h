@@ -62,7 +62,7 @@ class Drafter {
   // (shared, not copied, by the CPU backend). InvalidArgument when their shapes disagree with the
   // drafter config or the head variant; the backend's upload errors.
   static absl::StatusOr<std::unique_ptr<Drafter>> Create(std::unique_ptr<DrafterModel> model,
-                                                         cpu::EmbeddingTable embedding,
+                                                         const cpu::EmbeddingTable& embedding,
                                                          const cpu::LinearWeight& lm_head,
                                                          const std::string& head);
 

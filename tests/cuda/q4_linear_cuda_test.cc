@@ -149,7 +149,7 @@ TEST(Q4LinearCudaTest, RowInvariantBitForBitForOneToSixtyFourRows) {
 TEST(Q4LinearCudaTest, RefusesBadArguments) {
   const cpu::Q4Weight w = RandomWeight(64, 256, 31);
   const DeviceQ4Weight dw = Upload(w);
-  DeviceFloats x(4 * 260), y(4 * 64);
+  DeviceFloats x(size_t{4} * 260), y(size_t{4} * 64);
   const Q4DeviceWeight& v = dw.view();
   const auto code = [&](const float* xp, int64_t xs, int64_t rows, const Q4DeviceWeight& wv,
                         float* yp,

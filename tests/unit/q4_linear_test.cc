@@ -169,7 +169,7 @@ TEST(Q4LinearTest, RowInvariantForOneToSeventeenRows) {
 
 TEST(Q4LinearTest, RefusesBadArguments) {
   const Q4Weight q = RandomQ4(4, 128, 10);
-  std::vector<float> x(2 * 128), y(2 * 4);
+  std::vector<float> x(size_t{2} * 128), y(size_t{2} * 4);
   EXPECT_FALSE(Q4Linear(Context{}, x.data(), 127, 2, q, y.data(), 4).ok());
   EXPECT_FALSE(Q4Linear(Context{}, x.data(), 128, 2, q, y.data(), 3).ok());
   EXPECT_FALSE(Q4Linear(Context{}, x.data(), 128, -1, q, y.data(), 4).ok());

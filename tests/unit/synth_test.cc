@@ -282,7 +282,7 @@ TEST(SynthTest, FillIsTheSameForAnyChunkingAndStaysInRange) {
     ASSERT_LE(std::fabs(v), 0.1001f);
     negative += v < 0;
   }
-  EXPECT_NEAR(negative, suh.numel() / 2, suh.numel() / 50);
+  EXPECT_NEAR(negative, 0.5 * suh.numel(), 0.02 * suh.numel());
   std::vector<std::byte> other(suh.bytes());
   FillElements(suh, 6, 0, suh.numel(), other.data());
   EXPECT_NE(whole, other);

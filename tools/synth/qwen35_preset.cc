@@ -63,7 +63,7 @@ class Layout {
                          int64_t k, int bits, exl3::Codebook codebook) {
     out.push_back({prefix + exl3::kTrellisSuffix,
                    DType::kI16,
-                   {k / 16, n / 16, 16 * bits},
+                   {k / 16, n / 16, int64_t{16} * bits},
                    Fill{.kind = FillKind::kRandomBits}});
     const Fill scale{.kind = FillKind::kSignScale, .lo = 0.02f, .hi = 0.1f};
     out.push_back({prefix + exl3::kSuhSuffix, DType::kF16, {k}, scale});

@@ -119,6 +119,7 @@ absl::Status RunItems(const CheckpointSpec& spec, const std::vector<ShardFile>& 
     }
   };
   std::vector<std::thread> workers;
+  workers.reserve(options.threads);
   for (int i = 0; i < options.threads; ++i) workers.emplace_back(work);
   auto last_log = Clock::now();
   while (next < items.size() && !failed) {
