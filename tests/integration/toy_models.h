@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "services/engine/draft_model.h"
+#include "services/engine/tap_fusion.h"
 #include "services/engine/verifier_model.h"
 
 namespace twinspan::testing {
@@ -35,6 +37,23 @@ class ToyDrafter : public engine::DraftModel {
  private:
   engine::DrafterInfo info_;
   int miss_every_;
+};
+
+// A stand-in for TapFuser: fused rows are the first fused_width values of each raw row (so a
+// row still starts with its id, which ToyDrafter checks).
+class ToyTapFusion : public engine::TapFusion {
+ public:
+  ToyTapFusion(int64_t raw_width, int64_t fused_width, std::string fingerprint = "toy-drafter");
+  const std::string& drafter_fingerprint() const override { return fingerprint_; }
+  const std::vector<int64_t>& target_layer_ids() const override { return layers_; }
+  int64_t raw_width() const override { return raw_width_; }
+  int64_t fused_width() const override { return fused_width_; }
+  absl::Status Fuse(const float* raw, int64_t rows, float* fused) const override;
+
+ private:
+  int64_t raw_width_, fused_width_;
+  std::string fingerprint_;
+  std::vector<int64_t> layers_ = {0, 1};
 };
 
 // Greedy argmax, or a draw keyed by (seed, position) from the tempered softmax.
