@@ -75,8 +75,11 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
     if (open_drafter == nullptr) {
       return absl::FailedPreconditionError("target: built without the in-process drafter");
     }
-    ABSL_ASSIGN_OR_RETURN(p.draft_model, open_drafter(o.drafter_model_dir, o.model_dir,
-                                                      o.head_variant, o.context, threads));
+    // The drafter holds the stream's committed rows plus one block of scratch.
+    constexpr int64_t kBlockRoom = 16;
+    ABSL_ASSIGN_OR_RETURN(p.draft_model,
+                          open_drafter(o.drafter_model_dir, o.model_dir, o.head_variant,
+                                       o.context + kBlockRoom, threads));
     const engine::DrafterInfo& d = p.draft_model->info();
     if (d.vocab_size != info.vocab_size || d.tokenizer_sha256 != p.codec->sha256() ||
         d.target_fingerprint != fingerprint) {
