@@ -38,6 +38,9 @@ int Run(int argc, char** argv) {
   app.add_option("--metrics", metrics_listen, "Overrides the config's /metrics address");
   app.add_option("--drain-seconds", drain_seconds, "Grace period for in-flight calls on SIGTERM");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  double max_request_seconds = 0;
+  app.add_option("--max-request-seconds", max_request_seconds,
+                 "Longest a Generate may run, whatever the client's deadline (0: no limit)");
   bool check_config = false;
   app.add_flag("--check-config", check_config,
                "Parse and check --config, print what it routes, and exit (0: valid, 2: not)");
@@ -88,7 +91,9 @@ int Run(int argc, char** argv) {
                   absl::FormatDuration(config->startup_timeout));
     return 1;
   }
-  twinspan::rpc::ServingService service(&backend);
+  twinspan::rpc::ServingService service(
+      &backend,
+      {max_request_seconds > 0 ? absl::Seconds(max_request_seconds) : absl::InfiniteDuration()});
   twinspan::rpc::ServerOptions options;
   options.listen = config->listen;
   options.max_message_bytes = config->max_message_bytes;

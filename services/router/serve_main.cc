@@ -80,7 +80,7 @@ int Run(int argc, char** argv) {
     spdlog::error("serve: the in-process target did not answer GetLoad within 30 s");
     return 1;
   }
-  twinspan::rpc::ServingService router_service(&router);
+  twinspan::rpc::ServingService router_service(&router, {f.max_request_duration()});
   twinspan::rpc::ServerOptions options;
   options.listen = f.listen;
   options.max_message_bytes = o.max_message_bytes;

@@ -113,9 +113,16 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
       case v1::DraftRequest::kCommit:
         Commit(request.commit(), info);
         return absl::OkStatus();
-      case v1::DraftRequest::kClose:
-        if (sessions_.erase(request.close().stream_id()) > 0) AddOpen(-1);
+      case v1::DraftRequest::kClose: {
+        auto it = sessions_.find(request.close().stream_id());
+        if (it != sessions_.end()) {
+          spdlog::debug("[{}] drafter: stream {} closed after round {}", it->second.request_id,
+                        it->first, it->second.committed_round);
+          sessions_.erase(it);
+          AddOpen(-1);
+        }
         return absl::OkStatus();
+      }
       case v1::DraftRequest::KIND_NOT_SET:
         break;
     }
@@ -206,14 +213,14 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
     }
     absl::StatusOr<engine::TapRows> taps =
         Taps(open.tap_form(), open.prompt_taps(), open.prompt_ids_size(), info);
-    if (!taps.ok()) return Error(id, 1, taps.status());
+    if (!taps.ok()) return Error(id, 1, taps.status(), open.request_id());
     absl::StatusOr<std::unique_ptr<engine::DraftSession>> session = service_->model_->NewSession();
-    if (!session.ok()) return Error(id, 1, session.status());
+    if (!session.ok()) return Error(id, 1, session.status(), open.request_id());
     const absl::Time start = absl::Now();
     absl::StatusOr<std::vector<uint32_t>> ids =
         (*session)->Open(open.prompt_ids(), *taps, open.pending());
-    if (!ids.ok()) return Error(id, 1, ids.status());
-    sessions_[id] = Stream{*std::move(session), 0};
+    if (!ids.ok()) return Error(id, 1, ids.status(), open.request_id());
+    sessions_[id] = Stream{*std::move(session), 0, open.request_id()};
     AddOpen(1);
     spdlog::info("[{}] drafter: stream {} opened ({} prompt rows)", open.request_id(), id,
                  open.prompt_ids_size());
@@ -240,9 +247,10 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
     absl::StatusOr<std::vector<uint32_t>> ids =
         it->second.session->Commit(commit.ids(), *taps, commit.pending());
     if (!ids.ok()) {
+      const std::string request_id = it->second.request_id;
       sessions_.erase(it);  // its context is unknown now
       AddOpen(-1);
-      return Error(id, commit.round() + 1, ids.status());
+      return Error(id, commit.round() + 1, ids.status(), request_id);
     }
     it->second.committed_round = commit.round();
     Propose(id, commit.round() + 1, *ids, start);
@@ -274,8 +282,13 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
     writes_.Push(std::move(reply));
   }
 
-  void Error(uint64_t stream_id, uint32_t round, const absl::Status& status) {
-    spdlog::warn("drafter: stream {} round {}: {}", stream_id, round, status.ToString());
+  void Error(uint64_t stream_id, uint32_t round, const absl::Status& status,
+             const std::string& request_id = "") {
+    auto it = sessions_.find(stream_id);
+    const std::string& id = !request_id.empty()     ? request_id
+                            : it != sessions_.end() ? it->second.request_id
+                                                    : unknown_request_;
+    spdlog::warn("[{}] drafter: stream {} round {}: {}", id, stream_id, round, status.ToString());
     if (service_->metrics_ != nullptr) {
       service_->metrics_->RecordDrafterStreamError(absl::StatusCodeToString(status.code()));
     }
@@ -296,6 +309,7 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
   struct Stream {
     std::unique_ptr<engine::DraftSession> session;
     uint32_t committed_round = 0;
+    std::string request_id;  // for the logs: the same id the router and target log
   };
 
   DrafterService* service_;
@@ -310,6 +324,7 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
   v1::TapForm form_ = v1::TAP_FORM_RAW;
   v1::DType dtype_ = v1::DTYPE_F32;
   std::map<uint64_t, Stream> sessions_;
+  const std::string unknown_request_ = "-";
   std::vector<float> taps_;
   grpc::Status final_status_;
   WriteQueue<v1::DraftReply> writes_;

@@ -61,7 +61,8 @@ class GenerateCall final : public GenerateWriter,
     std::shared_ptr<GenerateCall> call_;
   };
 
-  explicit GenerateCall(CallInfo info) : info_(std::move(info)) {}
+  // `limited`: the deadline is the server's per-request limit, not the client's.
+  GenerateCall(CallInfo info, bool limited) : info_(std::move(info)), limited_(limited) {}
 
   void Attach(Reactor* reactor) { reactor_ = reactor; }
 
@@ -144,9 +145,12 @@ class GenerateCall final : public GenerateWriter,
       written = written_;
     }
     const std::string message = absl::StrFormat(
-        "request %s: deadline exceeded: the call's deadline of %s (set by the client) passed "
-        "after %d streamed messages; the request was stopped",
-        info_.request_id, absl::FormatDuration(info_.deadline - info_.arrival), written);
+        "request %s: deadline exceeded: %s of %s passed after %d streamed messages; the request "
+        "was stopped",
+        info_.request_id,
+        limited_ ? "the server's per-request limit (--max-request-seconds)"
+                 : "the call's deadline (set by the client)",
+        absl::FormatDuration(info_.deadline - info_.arrival), written);
     spdlog::info("[{}] {}", info_.request_id, message);
     Finish(absl::DeadlineExceededError(message));
     Cancel();
@@ -190,6 +194,7 @@ class GenerateCall final : public GenerateWriter,
   }
 
   const CallInfo info_;
+  const bool limited_;
   mutable std::mutex mu_;
   Reactor* reactor_ = nullptr;
   std::deque<v1::GenerateResponse> queue_;
@@ -238,7 +243,10 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* ServingService::Generate(
       request->session_key().empty() ? Metadata(*context, "x-session-key") : request->session_key();
   info.deadline = DeadlineOf(*context);
   info.arrival = absl::Now();
-  auto call = std::make_shared<GenerateCall>(info);
+  const absl::Time limit = info.arrival + options_.max_request_duration;
+  const bool limited = limit < info.deadline;
+  if (limited) info.deadline = limit;
+  auto call = std::make_shared<GenerateCall>(info, limited);
   auto* reactor = new GenerateCall::Reactor(call);
   call->Attach(reactor);
   call->ArmDeadline();

@@ -39,7 +39,7 @@ int Run(int argc, char** argv) {
     spdlog::error("{}", http.status().ToString());
     return 1;
   }
-  twinspan::rpc::ServingService service(&(*stack)->backend());
+  twinspan::rpc::ServingService service(&(*stack)->backend(), {f.max_request_duration()});
   twinspan::rpc::ServerOptions options;
   options.listen = f.listen;
   options.max_message_bytes = o.max_message_bytes;

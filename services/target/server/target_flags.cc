@@ -26,6 +26,8 @@ void AddTargetFlags(CLI::App& app, TargetFlags& f, bool with_grpc_drafter) {
   app.add_option("--max-tokens-limit", o.max_tokens_limit, "Largest max_tokens accepted");
   app.add_option("--default-max-tokens", o.default_max_tokens, "max_tokens when a request has 0");
   app.add_option("--max-message-mb", f.max_message_mb, "gRPC message size limit");
+  app.add_option("--max-request-seconds", f.max_request_seconds,
+                 "Longest a Generate may run, whatever the client's deadline (0: no limit)");
   app.add_option("--drain-seconds", f.drain_seconds, "Grace period for in-flight calls on SIGTERM");
   app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
 }

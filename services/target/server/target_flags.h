@@ -19,6 +19,12 @@ struct TargetFlags {
   double draft_timeout_ms = 500;
   double drain_seconds = 30;
   int max_message_mb = 64;
+  double max_request_seconds = 0;  // 0: no server-side limit
+
+  // The server-side per-request limit for ServingServiceOptions.
+  absl::Duration max_request_duration() const {
+    return max_request_seconds > 0 ? absl::Seconds(max_request_seconds) : absl::InfiniteDuration();
+  }
 
   // Fills draft_timeout and max_message_bytes from the parsed flags. Call after parsing.
   void Finish() {

@@ -208,6 +208,13 @@ class ServicesTest(unittest.TestCase):
 
     # --- deadlines and cancellation ------------------------------------------------------------
 
+    def wait_router_healthy(self, router, workers=1, timeout=10):
+        stub = self.stub(router)
+        deadline = time.time() + timeout
+        while stub.GetLoad(pb.GetLoadRequest(), timeout=10).max_parallel != workers:
+            self.assertLess(time.time(), deadline, router.tail())
+            time.sleep(0.05)
+
     def wait_idle(self, proc, timeout=10):
         stub = self.stub(proc)
         deadline = time.time() + timeout
@@ -261,18 +268,49 @@ class ServicesTest(unittest.TestCase):
         self.assertIn("reason abort", [l for l in open(self.split.log_path)
                                          if "[cancel-through-router] finished" in l][0])
 
+    def silent_drafter(self):
+        """A Drafter server that completes the handshake and then never proposes, so every round
+        of a drafted stream waits out --draft-timeout-ms: a request that holds its slot."""
+        from concurrent import futures
+        from twinspan.v1 import drafter_pb2 as dpb, drafter_pb2_grpc as dpb_grpc
+        info = self.stub(self.plain).ModelInfo(pb.ModelInfoRequest(), timeout=10)
+
+        class Silent(dpb_grpc.DrafterServicer):
+            def Draft(self, requests, context):
+                for r in requests:
+                    if r.HasField("hello"):
+                        yield dpb.DraftReply(hello_ack=dpb.HelloAck(
+                            protocol=dpb.DRAFT_PROTOCOL_V1, vocab_size=info.vocab_size,
+                            tokenizer_sha256=info.tokenizer_sha256,
+                            target_fingerprint=info.checkpoint_fingerprint, block_size=4,
+                            head_variant="silent", max_streams=8, target_layer_ids=[0],
+                            tap_form=dpb.TAP_FORM_RAW, tap_dtype=dpb.DTYPE_F32))
+
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        dpb_grpc.add_DrafterServicer_to_server(Silent(), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        return server, "127.0.0.1:%d" % port
+
     def test_cancel_reaches_a_queued_request_at_once(self):
-        # One live stream: a second request waits in the target's queue, streaming nothing, so
-        # only the router's cancel hook (not a later read) can tell the target it is gone.
+        # One live stream, held by a drafter that never answers: a second request waits in the
+        # target's queue, streaming nothing, so only the router's cancel hook (not a later read)
+        # can tell the target it is gone.
         c = self.cluster
-        target = c.target("target-one-slot", self.models, parallel=1)
+        silent, silent_address = self.silent_drafter()
+        target = c.target("target-one-slot", self.models, drafter=silent_address, parallel=1)
+        deadline = time.time() + 20
+        while not self.stub(target).ModelInfo(pb.ModelInfoRequest(), timeout=10).drafter_connected:
+            self.assertLess(time.time(), deadline, target.tail())
+            time.sleep(0.05)
         config = os.path.join(self.work, "router-one-slot.json")
         with open(config, "w") as f:
             json.dump({"pools": [{"variant": "none", "weight": 1, "workers": [target.address]}],
                        "health_interval_ms": 200}, f)
         router = c.router("router-one-slot", config)
+        self.wait_router_healthy(router)
         stub = self.stub(router)
-        busy = chat_request("keep the slot busy", max_tokens=1000, draft=False)
+        busy = chat_request("keep the slot busy", max_tokens=1000)
         busy.request_id = "slot-holder"
         holder = stub.Generate(busy, timeout=120)
         next(holder)
@@ -289,9 +327,151 @@ class ServicesTest(unittest.TestCase):
             self.assertLess(time.time(), deadline, "the target never heard of the cancel:\n" +
                             target.tail())
             time.sleep(0.02)
+        self.assertNotIn("[slot-holder] finished", open(target.log_path).read())
         holder.cancel()
         self.wait_idle(target, timeout=10)
         router.stop()
+        target.stop()
+        silent.stop(0)
+
+    def test_server_side_request_limit_names_the_flag(self):
+        t = self.cluster.target("target-limited", self.models, extra=("--max-request-seconds",
+                                                                       "0.4"))
+        req = chat_request("go on and on", max_tokens=1000)
+        start = time.time()
+        with self.assertRaises(grpc.RpcError) as e:
+            generate(self.stub(t), req)  # no client deadline
+        self.assertEqual(e.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.assertIn("--max-request-seconds", e.exception.details())
+        self.assertLess(time.time() - start, 2.0)
+        self.wait_idle(t, timeout=5)
+        t.stop()
+
+    # --- request ids, retries, drain -------------------------------------------------------------
+
+    def test_request_id_in_all_three_services_logs(self):
+        req = chat_request("trace me", max_tokens=6)
+        req.head_variant = "two-span"
+        req.request_id = "trace-all-three"
+        generate(self.stub(self.router), req)
+        time.sleep(0.2)
+        for proc in (self.router, self.split, self.drafter):
+            self.assertIn("[trace-all-three]", open(proc.log_path).read(), proc.name)
+
+    def fake_worker(self, mode):
+        """A Serving server that looks healthy but fails every Generate with UNAVAILABLE, before
+        streaming anything ("refuse") or after one chunk ("stream-then-fail")."""
+        from concurrent import futures
+
+        class Fake(pb_grpc.ServingServicer):
+            generates = 0
+
+            def GetLoad(self, request, context):
+                return pb.GetLoadResponse(max_parallel=1)
+
+            def Generate(self, request, context):
+                Fake.generates += 1
+                if mode == "stream-then-fail":
+                    yield pb.GenerateResponse(request_id=request.request_id,
+                                              chunk=pb.GenerateChunk(text="x", ids=[1]))
+                context.abort(grpc.StatusCode.UNAVAILABLE, "fake worker: " + mode)
+
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        pb_grpc.add_ServingServicer_to_server(Fake(), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        return server, "127.0.0.1:%d" % port, Fake
+
+    def test_retries_only_before_anything_was_streamed(self):
+        c = self.cluster
+        for mode in ("refuse", "stream-then-fail"):
+            server, address, fake = self.fake_worker(mode)
+            config = os.path.join(self.work, "router-%s.json" % mode)
+            with open(config, "w") as f:  # the fake first: with equal loads it is picked first
+                json.dump({"pools": [{"variant": "none", "weight": 1,
+                                      "workers": [address, self.plain.address]}],
+                           "health_interval_ms": 100, "max_retries": 1}, f)
+            router = c.router("router-" + mode, config)
+            self.wait_router_healthy(router, workers=2)
+            stub = self.stub(router)
+            req = chat_request("retry me", max_tokens=8, draft=False)
+            req.request_id = "retry-" + mode
+            if mode == "refuse":
+                _, _, final = generate(stub, req)
+                self.assertEqual(final.served_by, self.plain.address)
+                self.assertEqual(fake.generates, 1)
+                self.assertEqual(metric_sum(scrape(router.metrics_port),
+                                            "twinspan_router_retries_total"), 1)
+            else:
+                chunks = []
+                with self.assertRaises(grpc.RpcError) as e:
+                    generate(stub, req, on_chunk=chunks.append)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                self.assertIn("fake worker", e.exception.details())
+                self.assertEqual(len(chunks), 1)
+                self.assertEqual(fake.generates, 1)
+                self.assertNotIn("[retry-stream-then-fail]", open(self.plain.log_path).read())
+                self.assertEqual(metric_sum(scrape(router.metrics_port),
+                                            "twinspan_router_retries_total"), 0)
+            router.stop()
+            server.stop(0)
+
+    def test_sigterm_drains_target_and_router(self):
+        c = self.cluster
+        target = c.target("target-drain", self.models, parallel=1)
+        config = os.path.join(self.work, "router-drain.json")
+        with open(config, "w") as f:
+            json.dump({"pools": [{"variant": "none", "weight": 1, "workers": [target.address]}],
+                       "health_interval_ms": 100}, f)
+        router = c.router("router-drain", config)
+        self.wait_router_healthy(router)
+        req = chat_request("drain gently", max_tokens=120, draft=False)
+        _, _, want = generate(self.stub(self.plain), req)
+        ident = lambda b: b  # noqa: E731
+        for victim in (target, router):
+            results = {}
+
+            def run():
+                try:
+                    results["final"] = generate(self.stub(router), req)[2]
+                except grpc.RpcError as err:
+                    results["error"] = err
+
+            import threading
+            thread = threading.Thread(target=run)
+            thread.start()
+            deadline = time.time() + 10
+            while self.stub(target).GetLoad(pb.GetLoadRequest(), timeout=10).running != 1:
+                self.assertLess(time.time(), deadline, target.tail())
+                time.sleep(0.01)
+            victim.proc.send_signal(__import__("signal").SIGTERM)
+            if victim is target:
+                deadline = time.time() + 5
+                while True:  # draining: health says NOT_SERVING and new requests are refused
+                    check = grpc.insecure_channel(target.address).unary_unary(
+                        "/grpc.health.v1.Health/Check", request_serializer=ident,
+                        response_deserializer=ident)
+                    if check(b"", timeout=5) == b"\x08\x02":
+                        break
+                    self.assertLess(time.time(), deadline)
+                    time.sleep(0.02)
+                with self.assertRaises(grpc.RpcError) as e:
+                    generate(self.stub(target), chat_request("late", max_tokens=2))
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                self.assertIn("draining", e.exception.details())
+            thread.join(60)
+            self.assertNotIn("error", results, results.get("error"))
+            self.assertEqual(results["final"].token_sha256, want.token_sha256, victim.name)
+            self.assertEqual(victim.proc.wait(30), 0, victim.tail())
+            if victim is target:  # bring a target back for the router's turn
+                target = c.target("target-drain-2", self.models, parallel=1)
+                with open(config, "w") as f:
+                    json.dump({"pools": [{"variant": "none", "weight": 1,
+                                          "workers": [target.address]}],
+                               "health_interval_ms": 100}, f)
+                router.stop()
+                router = c.router("router-drain-2", config)
+                self.wait_router_healthy(router)
         target.stop()
 
     # --- fused and bf16 taps ---------------------------------------------------------------------
