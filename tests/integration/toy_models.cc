@@ -163,7 +163,8 @@ absl::StatusOr<std::unique_ptr<engine::VerifierSequence>> ToyVerifier::NewSequen
   return std::make_unique<ToySequence>(&info_);
 }
 
-ToyDrafter::ToyDrafter(int vocab, int block_size, int miss_every, int tap_width)
+ToyDrafter::ToyDrafter(int vocab, int block_size, int miss_every, int tap_width,
+                       int64_t fused_width)
     : miss_every_(miss_every) {
   info_.block_size = block_size;
   info_.head_variant = "toy-head";
@@ -172,7 +173,7 @@ ToyDrafter::ToyDrafter(int vocab, int block_size, int miss_every, int tap_width)
   info_.target_fingerprint = "toy-fingerprint";
   info_.target_layer_ids = {0, 1};
   info_.tap_width = tap_width;
-  info_.fused_width = std::max(1, tap_width / 2);
+  info_.fused_width = fused_width > 0 ? static_cast<int>(fused_width) : std::max(1, tap_width / 2);
   info_.drafter_fingerprint = "toy-drafter";
   info_.max_streams = 64;
   info_.max_context = 1 << 20;

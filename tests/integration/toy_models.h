@@ -30,7 +30,8 @@ class ToyVerifier : public engine::VerifierModel {
 // replaced by a wrong id, so acceptance is partial.
 class ToyDrafter : public engine::DraftModel {
  public:
-  ToyDrafter(int vocab, int block_size, int miss_every, int tap_width);
+  // `fused_width` 0: half the raw row.
+  ToyDrafter(int vocab, int block_size, int miss_every, int tap_width, int64_t fused_width = 0);
   const engine::DrafterInfo& info() const override { return info_; }
   absl::StatusOr<std::unique_ptr<engine::DraftSession>> NewSession() const override;
 
