@@ -6,7 +6,11 @@
 // wide (256 for the demo pair, 5,120 for the 27B) and come from a copying stand-in for TapFuser,
 // so the figures are the transport's; the real fc + hidden_norm is a GEMM the target's backend
 // runs. Counters per round: bytes sent to the drafter, time inside DraftChannel::Commit (the
-// engine thread's share of sending) and time blocked in Await (waiting for the proposal).
+// engine thread's share of sending), time blocked in Await (waiting for the proposal), and the CPU
+// time of the whole process (engine, gRPC and drafter threads) per round, which a loaded machine
+// distorts far less than wall time.
+#include <sys/resource.h>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -80,6 +84,13 @@ class TimingChannel : public engine::DraftChannel {
   engine::DraftChannel* inner_;
 };
 
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+}
+
 void BM_Round(benchmark::State& state) {
   spdlog::set_level(spdlog::level::warn);
   const int tap_floats = static_cast<int>(state.range(0));
@@ -125,6 +136,7 @@ void BM_Round(benchmark::State& state) {
   auto engine = *engine::LaneEngine::Start(options, &model, &sampler, &timed, nullptr);
   const int64_t bytes_before = grpc != nullptr ? grpc->bytes_sent() : 0;
   int64_t rounds = 0, tokens = 0, which = 0;
+  const double cpu_before = ProcessCpuSeconds();
   for (auto _ : state) {
     engine::EngineRequest r;
     r.request_id = "bench";
@@ -145,6 +157,7 @@ void BM_Round(benchmark::State& state) {
   state.counters["round_rate"] =
       benchmark::Counter(static_cast<double>(rounds), benchmark::Counter::kIsRate);
   const double per_round = rounds ? 1.0 / static_cast<double>(rounds) : 0;
+  state.counters["cpu_us_per_round"] = (ProcessCpuSeconds() - cpu_before) * 1e6 * per_round;
   state.counters["bytes_per_round"] =
       grpc != nullptr ? static_cast<double>(grpc->bytes_sent() - bytes_before) * per_round : 0;
   state.counters["commit_us_per_round"] =
