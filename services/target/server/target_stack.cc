@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/parallel.h"
 #include "services/engine/checkpoint_fingerprint.h"
 #include "services/engine/deadline_draft_channel.h"
@@ -21,6 +22,7 @@ namespace twinspan::serving {
 
 struct TargetStack::Parts {
   std::unique_ptr<cpu::ThreadPool> pool;
+  std::unique_ptr<backend::Backend> backend;  // The model's; after the pool, before the model.
   std::unique_ptr<target::TargetModel> model;
   std::unique_ptr<TokenizerCodec> codec;
   std::unique_ptr<TargetVerifier> verifier;
@@ -50,8 +52,9 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   Parts& p = *stack->parts_;
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   p.pool = std::make_unique<cpu::ThreadPool>(threads);
+  p.backend = cpu::NewCpuBackend(p.pool.get());
   target::TargetOptions topt;
-  topt.pool = p.pool.get();
+  topt.backend = p.backend.get();
   topt.context = o.context;
   topt.drafter_configured = !o.drafter_address.empty() || !o.drafter_model_dir.empty();
   ABSL_ASSIGN_OR_RETURN(p.model, target::OpenTargetModel(o.model_dir, topt));
@@ -135,8 +138,9 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   bopt.limits.max_tokens_limit = o.max_tokens_limit;
   stack->backend_ =
       std::make_unique<TargetBackend>(stack->engine_.get(), p.codec.get(), bopt, p.deadlines.get());
-  spdlog::info("{}: {} ({}), vocab {}, context {}, parallel {}, threads {}, drafter {}", o.name,
-               o.model_dir, config.model_type, info.vocab_size, o.context, o.parallel, threads,
+  spdlog::info("{}: {} ({}), vocab {}, context {}, parallel {}, threads {}, backend {}, drafter {}",
+               o.name, o.model_dir, config.model_type, info.vocab_size, o.context, o.parallel,
+               threads, p.backend->name(),
                !o.drafter_address.empty()     ? o.drafter_address
                : !o.drafter_model_dir.empty() ? "in-process"
                                               : "none");
