@@ -20,16 +20,20 @@ struct DrafterInfo {
   std::string tokenizer_sha256;
   std::string target_fingerprint;         // checkpoint the drafter was built for
   std::vector<int64_t> target_layer_ids;  // taps it needs from the target
-  int tap_width = 0;                      // floats per tap row
+  int tap_width = 0;                      // floats per raw tap row
+  int fused_width = 0;                    // floats per fused row (hidden_norm(fc(raw))); 0: none
+  std::string drafter_fingerprint;        // the drafter checkpoint's own identity
   int max_streams = 0;
   int64_t max_context = 0;  // positions a session holds
 };
 
-// Row-major float tap rows.
+// Row-major float tap rows: raw ([rows, n_taps * hidden]) or, when `fused`, already through the
+// drafter's fc + hidden_norm ([rows, fused_width]).
 struct TapRows {
   int64_t rows = 0;
   int64_t width = 0;
   absl::Span<const float> data;  // rows * width
+  bool fused = false;
 };
 
 // One stream's drafter context. Not thread-safe. Each call returns the proposals for the next

@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <memory>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_join.h"
 #include "common/metrics/metrics_http.h"
 #include "common/metrics/serving_metrics.h"
 #include "services/engine/grpc/server_runner.h"
@@ -36,6 +38,12 @@ int Run(int argc, char** argv) {
   app.add_option("--metrics", metrics_listen, "Overrides the config's /metrics address");
   app.add_option("--drain-seconds", drain_seconds, "Grace period for in-flight calls on SIGTERM");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  double max_request_seconds = 0;
+  app.add_option("--max-request-seconds", max_request_seconds,
+                 "Longest a Generate may run, whatever the client's deadline (0: no limit)");
+  bool check_config = false;
+  app.add_flag("--check-config", check_config,
+               "Parse and check --config, print what it routes, and exit (0: valid, 2: not)");
   CLI11_PARSE(app, argc, argv);
   twinspan::rpc::SetUpLogging("router", log_level);
   twinspan::rpc::BlockTerminationSignals();
@@ -48,6 +56,15 @@ int Run(int argc, char** argv) {
   }
   if (!listen.empty()) config->listen = listen;
   if (!metrics_listen.empty()) config->metrics = metrics_listen;
+  if (check_config) {
+    std::printf("router: %s is valid: listen %s, metrics %s\n", config_path.c_str(),
+                config->listen.c_str(), config->metrics.c_str());
+    for (const auto& pool : config->pools) {
+      std::printf("pool %s weight %g workers %s launch %zu\n", pool.variant.c_str(), pool.weight,
+                  absl::StrJoin(pool.workers, ",").c_str(), pool.launch.size());
+    }
+    return 0;
+  }
 
   twinspan::router::ProcessLauncher launcher(OwnDirectory());
   for (const auto& pool : config->pools) {
@@ -74,7 +91,9 @@ int Run(int argc, char** argv) {
                   absl::FormatDuration(config->startup_timeout));
     return 1;
   }
-  twinspan::rpc::ServingService service(&backend);
+  twinspan::rpc::ServingService service(
+      &backend,
+      {max_request_seconds > 0 ? absl::Seconds(max_request_seconds) : absl::InfiniteDuration()});
   twinspan::rpc::ServerOptions options;
   options.listen = config->listen;
   options.max_message_bytes = config->max_message_bytes;

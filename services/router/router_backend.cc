@@ -71,6 +71,22 @@ struct ForwardState {
   rpc::CallInfo call;
   std::shared_ptr<rpc::GenerateWriter> writer;
   std::vector<RouterBackend::Worker*> tried;
+
+  // The attempt in flight; shared so a cancel racing with the attempt's end never sees it freed.
+  absl::Mutex mu;
+  std::shared_ptr<grpc::ClientContext> upstream ABSL_GUARDED_BY(mu);
+  bool cancelled ABSL_GUARDED_BY(mu) = false;
+
+  // The client went away or its deadline passed: cancel the worker's call, start no retry.
+  void CancelUpstream() {
+    std::shared_ptr<grpc::ClientContext> context;
+    {
+      absl::MutexLock lock(&mu);
+      cancelled = true;
+      context = upstream;
+    }
+    if (context != nullptr) context->TryCancel();
+  }
 };
 
 // One attempt on one worker; deletes itself when done, after starting the retry if there is one.
@@ -83,21 +99,29 @@ class RouterBackend::ForwardCall : public grpc::ClientReadReactor<v1::GenerateRe
   void Start() {
     state_->tried.push_back(worker_.get());
     worker_->inflight.fetch_add(1);
+    // The client's deadline travels on: the worker sees the same absolute deadline.
     if (state_->call.deadline != absl::InfiniteFuture()) {
-      context_.set_deadline(absl::ToChronoTime(state_->call.deadline));
+      context_->set_deadline(absl::ToChronoTime(state_->call.deadline));
     }
-    context_.AddMetadata("x-request-id", state_->call.request_id);
+    context_->AddMetadata("x-request-id", state_->call.request_id);
     spdlog::info("[{}] -> {} ({})", state_->call.request_id, worker_->address,
                  state_->pool->config.variant);
-    worker_->stub->async()->Generate(&context_, &state_->request, this);
+    bool cancelled = false;
+    {
+      absl::MutexLock lock(&state_->mu);
+      state_->upstream = context_;
+      cancelled = state_->cancelled;
+    }
+    worker_->stub->async()->Generate(context_.get(), &state_->request, this);
     StartRead(&response_);
     StartCall();
+    if (cancelled) context_->TryCancel();  // the client left while the retry was being set up
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) return;  // OnDone reports the status
     if (state_->writer->Cancelled()) {
-      context_.TryCancel();
+      context_->TryCancel();
       return;
     }
     if (response_.has_final()) {
@@ -112,8 +136,16 @@ class RouterBackend::ForwardCall : public grpc::ClientReadReactor<v1::GenerateRe
   void OnDone(const grpc::Status& status) override {
     worker_->inflight.fetch_sub(1);
     const std::string& id = state_->call.request_id;
+    bool cancelled = false;
+    {
+      absl::MutexLock lock(&state_->mu);
+      state_->upstream.reset();
+      cancelled = state_->cancelled;
+    }
+    // Retried only while nothing reached the client and it is still there within its deadline.
     const bool retryable = status.error_code() == grpc::StatusCode::UNAVAILABLE &&
                            !state_->writer->Streamed() && !state_->writer->Cancelled() &&
+                           !cancelled && absl::Now() < state_->call.deadline &&
                            static_cast<int>(state_->tried.size()) <= router_->config_.max_retries;
     if (retryable) {
       worker_->healthy.store(false);  // until the health loop sees it again
@@ -136,7 +168,11 @@ class RouterBackend::ForwardCall : public grpc::ClientReadReactor<v1::GenerateRe
       absl::MutexLock lock(&router_->mu_);
       router_->inflight_.erase(id);
     }
-    if (!status.ok()) spdlog::info("[{}] <- {}: {}", id, worker_->address, status.error_message());
+    if (!status.ok()) {
+      spdlog::info("[{}] <- {}: {} {}", id, worker_->address,
+                   absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
+                   status.error_message());
+    }
     state_->writer->Finish(rpc::FromGrpcStatus(status));
     delete this;
   }
@@ -145,11 +181,12 @@ class RouterBackend::ForwardCall : public grpc::ClientReadReactor<v1::GenerateRe
   RouterBackend* router_;
   std::shared_ptr<ForwardState> state_;
   std::shared_ptr<Worker> worker_;
-  grpc::ClientContext context_;
+  std::shared_ptr<grpc::ClientContext> context_ = std::make_shared<grpc::ClientContext>();
   v1::GenerateResponse response_;
 };
 
-RouterBackend::RouterBackend(const RouterConfig& config, metrics::ServingMetrics* metrics)
+RouterBackend::RouterBackend(const RouterConfig& config, metrics::ServingMetrics* metrics,
+                             const WorkerChannels& channels)
     : config_(config), metrics_(metrics) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(config.max_message_bytes);
@@ -163,7 +200,10 @@ RouterBackend::RouterBackend(const RouterConfig& config, metrics::ServingMetrics
       auto w = std::make_shared<Worker>();
       w->address = address;
       w->variant = pc.variant;
-      w->channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+      auto given = channels.find(address);
+      w->channel = given != channels.end() ? given->second
+                                           : grpc::CreateCustomChannel(
+                                                 address, grpc::InsecureChannelCredentials(), args);
       w->stub = v1::Serving::NewStub(w->channel);
       pool->workers.push_back(std::move(w));
     }
@@ -282,6 +322,7 @@ void RouterBackend::Generate(const v1::GenerateRequest& request, const rpc::Call
     absl::MutexLock lock(&mu_);
     inflight_[call.request_id] = worker;
   }
+  state->writer->OnCancel([state] { state->CancelUpstream(); });
   (new ForwardCall(this, std::move(state), std::move(worker)))->Start();
 }
 

@@ -27,10 +27,15 @@ namespace twinspan::router {
 // `uniform` in [0, 1) is used instead of the key's hash when the key is empty.
 int PickPool(const std::vector<double>& weights, const std::string& session_key, double uniform);
 
+// Channels to use instead of dialling a worker address (the single-process mode's in-process
+// target), by the address the config names.
+using WorkerChannels = std::map<std::string, std::shared_ptr<grpc::Channel>>;
+
 // Thread-safe. `metrics` may be null and must outlive the backend.
 class RouterBackend : public rpc::ServingBackend {
  public:
-  RouterBackend(const RouterConfig& config, metrics::ServingMetrics* metrics);
+  RouterBackend(const RouterConfig& config, metrics::ServingMetrics* metrics,
+                const WorkerChannels& channels = {});
   ~RouterBackend() override;
 
   void Generate(const v1::GenerateRequest& request, const rpc::CallInfo& call,

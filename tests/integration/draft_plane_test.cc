@@ -68,7 +68,7 @@ StreamSummary RunOne(engine::LaneEngine& e, EngineRequest r,
 class DraftPlaneTest : public ::testing::Test {
  protected:
   testing::ToyVerifier model_{kVocab, 512, 96};
-  testing::ToyDrafter drafter_{kVocab, 5, 3, 8};
+  testing::ToyDrafter drafter_{kVocab, 5, 3, 8};  // tap width 8 = 2 layers x hidden 4
   testing::ToySampler sampler_;
 
   std::unique_ptr<RunningServer> StartDrafter(const engine::DraftModel* model, int port,
@@ -157,6 +157,87 @@ TEST_F(DraftPlaneTest, DrafterForAnotherCheckpointIsRefused) {
   StreamSummary s = RunOne(*e, Request(0, 0.0f));
   EXPECT_EQ(s.drafted, 0);
   EXPECT_FALSE(s.completion_ids.empty());
+}
+
+TEST_F(DraftPlaneTest, FusedAndBf16TapsEqualPlainAndSendFewerBytes) {
+  std::unique_ptr<DrafterService> service;
+  auto server = StartDrafter(&drafter_, 0, &service);
+  ASSERT_NE(server, nullptr);
+  auto plain = Engine(nullptr);
+  // Raw f32, fused f32, raw bf16, fused bf16: all give plain decoding's tokens.
+  testing::ToyTapFusion fusion(/*raw_width=*/8, /*fused_width=*/4);
+  int64_t bytes[2][2] = {};
+  for (int fused = 0; fused < 2; ++fused) {
+    for (int bf16 = 0; bf16 < 2; ++bf16) {
+      GrpcDraftChannelOptions options = ChannelOptions(server->port());
+      if (fused) options.fusion = &fusion;
+      options.bf16_taps = bf16 == 1;
+      auto channel = GrpcDraftChannel::Start(options);
+      ASSERT_TRUE(channel->WaitReady(absl::Seconds(10))) << channel->last_error();
+      auto split = Engine(channel.get());
+      for (float t : {0.0f, 0.9f}) {
+        StreamSummary a = RunOne(*plain, Request(2, t));
+        StreamSummary b = RunOne(*split, Request(2, t));
+        EXPECT_EQ(a.completion_ids, b.completion_ids) << "fused " << fused << " bf16 " << bf16;
+        EXPECT_GT(b.drafted, 0);
+        EXPECT_FALSE(b.draft_degraded) << "fused " << fused << " bf16 " << bf16;
+        if (t == 0.0f) EXPECT_GT(b.accepted, 0);
+      }
+      split.reset();
+      bytes[fused][bf16] = channel->bytes_sent();
+    }
+  }
+  // Same requests, same rounds: fused rows are half as wide here, bf16 half as many bytes.
+  EXPECT_LT(bytes[1][0], bytes[0][0]);
+  EXPECT_LT(bytes[0][1], bytes[0][0]);
+  EXPECT_LT(bytes[1][1], bytes[1][0]);
+}
+
+TEST_F(DraftPlaneTest, FusedTapsFromAnotherDrafterCheckpointAreRefused) {
+  std::unique_ptr<DrafterService> service;
+  auto server = StartDrafter(&drafter_, 0, &service);
+  ASSERT_NE(server, nullptr);
+  testing::ToyTapFusion other(8, 4, "another-drafter");
+  GrpcDraftChannelOptions options = ChannelOptions(server->port());
+  options.fusion = &other;
+  auto channel = GrpcDraftChannel::Start(options);
+  EXPECT_FALSE(channel->WaitReady(absl::Seconds(2)));
+  const std::string error = channel->last_error();
+  EXPECT_NE(error.find("FAILED_PRECONDITION"), std::string::npos) << error;
+  EXPECT_NE(error.find("another-drafter"), std::string::npos) << error;
+  EXPECT_NE(error.find("toy-drafter"), std::string::npos) << error;
+  auto e = Engine(channel.get());
+  StreamSummary s = RunOne(*e, Request(0, 0.0f));
+  EXPECT_EQ(s.drafted, 0);
+}
+
+// A drafter that takes no fused rows (as one built before fused taps would) refuses the Hello.
+TEST_F(DraftPlaneTest, DrafterWithoutFusedFormRefusesFusedHello) {
+  class RawOnly : public engine::DraftModel {
+   public:
+    explicit RawOnly(const engine::DraftModel* inner) : inner_(inner), info_(inner->info()) {
+      info_.fused_width = 0;
+      info_.drafter_fingerprint.clear();
+    }
+    const engine::DrafterInfo& info() const override { return info_; }
+    absl::StatusOr<std::unique_ptr<engine::DraftSession>> NewSession() const override {
+      return inner_->NewSession();
+    }
+
+   private:
+    const engine::DraftModel* inner_;
+    engine::DrafterInfo info_;
+  } raw_only(&drafter_);
+  std::unique_ptr<DrafterService> service;
+  auto server = StartDrafter(&raw_only, 0, &service);
+  ASSERT_NE(server, nullptr);
+  testing::ToyTapFusion fusion(8, 4);
+  GrpcDraftChannelOptions options = ChannelOptions(server->port());
+  options.fusion = &fusion;
+  auto channel = GrpcDraftChannel::Start(options);
+  EXPECT_FALSE(channel->WaitReady(absl::Seconds(2)));
+  const std::string error = channel->last_error();
+  EXPECT_NE(error.find("does not take fused taps"), std::string::npos) << error;
 }
 
 }  // namespace

@@ -14,14 +14,20 @@ if(TARGET twinspan_rpc)
 endif()
 
 # Real processes on loopback, driven by a Python client generated from the protos.
-if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router)
+if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router AND TARGET twinspan-serve)
   add_test(NAME services_processes_test
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/services_test.py)
   set_tests_properties(services_processes_test PROPERTIES TIMEOUT 600 LABELS "integration;services"
-    ENVIRONMENT "TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_DRAFTER_BIN=$<TARGET_FILE:twinspan-drafter>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_MAKE_DEMO_BIN=$<TARGET_FILE:make-demo>;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
+    ENVIRONMENT "TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_DRAFTER_BIN=$<TARGET_FILE:twinspan-drafter>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_SERVE_BIN=$<TARGET_FILE:twinspan-serve>;TWINSPAN_MAKE_DEMO_BIN=$<TARGET_FILE:make-demo>;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
 endif()
 
 if(TARGET twinspan_router)
   twinspan_test(router_config_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/router_config_test.cc
     LIBS twinspan_router LABELS integration services)
+endif()
+
+if(TARGET twinspan_tap_fuser AND TARGET twinspan_drafter)
+  twinspan_test(tap_fuser_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/tap_fuser_test.cc
+    LIBS twinspan_tap_fuser twinspan_drafter nlohmann_json::nlohmann_json
+    LABELS integration services)
 endif()

@@ -113,7 +113,8 @@ class ToySession : public engine::DraftSession {
 
  private:
   absl::Status Check(absl::Span<const uint32_t> ids, const engine::TapRows& taps) {
-    if (taps.rows != static_cast<int64_t>(ids.size()) || taps.width != info_->tap_width) {
+    const int64_t width = taps.fused ? info_->fused_width : info_->tap_width;
+    if (taps.rows != static_cast<int64_t>(ids.size()) || taps.width != width) {
       return absl::InvalidArgumentError(absl::StrCat("toy drafter: taps [", taps.rows, ", ",
                                                      taps.width, "] for ", ids.size(), " ids"));
     }
@@ -202,7 +203,8 @@ int64_t ToyVerifyLog::verifies() const {
   return verifies_;
 }
 
-ToyDrafter::ToyDrafter(int vocab, int block_size, int miss_every, int tap_width)
+ToyDrafter::ToyDrafter(int vocab, int block_size, int miss_every, int tap_width,
+                       int64_t fused_width)
     : miss_every_(miss_every) {
   info_.block_size = block_size;
   info_.head_variant = "toy-head";
@@ -211,12 +213,27 @@ ToyDrafter::ToyDrafter(int vocab, int block_size, int miss_every, int tap_width)
   info_.target_fingerprint = "toy-fingerprint";
   info_.target_layer_ids = {0, 1};
   info_.tap_width = tap_width;
+  info_.fused_width = fused_width > 0 ? static_cast<int>(fused_width) : std::max(1, tap_width / 2);
+  info_.drafter_fingerprint = "toy-drafter";
   info_.max_streams = 64;
   info_.max_context = 1 << 20;
 }
 
 absl::StatusOr<std::unique_ptr<engine::DraftSession>> ToyDrafter::NewSession() const {
   return std::make_unique<ToySession>(&info_, miss_every_);
+}
+
+ToyTapFusion::ToyTapFusion(int64_t raw_width, int64_t fused_width, std::string fingerprint)
+    : raw_width_(raw_width), fused_width_(fused_width), fingerprint_(std::move(fingerprint)) {}
+
+absl::Status ToyTapFusion::Fuse(const float* raw, int64_t rows, float* fused) const {
+  if (rows < 0) return absl::InvalidArgumentError("toy fusion: rows < 0");
+  for (int64_t r = 0; r < rows; ++r) {  // keeps column 0 (the row's id), as the toy drafter checks
+    for (int64_t c = 0; c < fused_width_; ++c) {
+      fused[r * fused_width_ + c] = raw[r * raw_width_ + c % raw_width_];
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<uint32_t> ToySampler::Sample(absl::Span<const float> logits,

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "services/engine/draft_model.h"
+#include "services/engine/tap_fusion.h"
 #include "services/engine/verifier_model.h"
 
 namespace twinspan::testing {
@@ -52,13 +54,31 @@ class ToyVerifier : public engine::VerifierModel {
 // replaced by a wrong id, so acceptance is partial.
 class ToyDrafter : public engine::DraftModel {
  public:
-  ToyDrafter(int vocab, int block_size, int miss_every, int tap_width);
+  // `fused_width` 0: half the raw row.
+  ToyDrafter(int vocab, int block_size, int miss_every, int tap_width, int64_t fused_width = 0);
   const engine::DrafterInfo& info() const override { return info_; }
   absl::StatusOr<std::unique_ptr<engine::DraftSession>> NewSession() const override;
 
  private:
   engine::DrafterInfo info_;
   int miss_every_;
+};
+
+// A stand-in for TapFuser: fused rows are the first fused_width values of each raw row (so a
+// row still starts with its id, which ToyDrafter checks).
+class ToyTapFusion : public engine::TapFusion {
+ public:
+  ToyTapFusion(int64_t raw_width, int64_t fused_width, std::string fingerprint = "toy-drafter");
+  const std::string& drafter_fingerprint() const override { return fingerprint_; }
+  const std::vector<int64_t>& target_layer_ids() const override { return layers_; }
+  int64_t raw_width() const override { return raw_width_; }
+  int64_t fused_width() const override { return fused_width_; }
+  absl::Status Fuse(const float* raw, int64_t rows, float* fused) const override;
+
+ private:
+  int64_t raw_width_, fused_width_;
+  std::string fingerprint_;
+  std::vector<int64_t> layers_ = {0, 1};
 };
 
 // Greedy argmax, or a draw keyed by (seed, position) from the tempered softmax.

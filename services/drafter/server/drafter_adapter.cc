@@ -39,8 +39,9 @@ class AdapterSession : public engine::DraftSession {
       return absl::InvalidArgumentError(
           absl::StrCat("drafter: ", taps.rows, " tap rows for ", ids, " ids"));
     }
+    // Fused rows arrive already through fc + hidden_norm (the target applied them).
     ABSL_RETURN_IF_ERROR(drafter_->AppendTaps(
-        *stream_, drafter::TapForm::kRaw,
+        *stream_, taps.fused ? drafter::TapForm::kFused : drafter::TapForm::kRaw,
         std::span<const float>(taps.data.data(), taps.data.size()), taps.rows));
     drafter::ProposeOptions options;  // greedy, the checkpoint's block size
     ABSL_ASSIGN_OR_RETURN(drafter::Proposal proposal,
@@ -106,6 +107,8 @@ absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
   ABSL_ASSIGN_OR_RETURN(info.target_fingerprint, engine::CheckpointFingerprint(o.target_dir));
   info.target_layer_ids = c.target_layer_ids;
   info.tap_width = static_cast<int>(c.num_taps() * c.hidden_size);
+  info.fused_width = static_cast<int>(c.hidden_size);
+  ABSL_ASSIGN_OR_RETURN(info.drafter_fingerprint, engine::CheckpointFingerprint(o.drafter_dir));
   info.max_streams = o.max_streams;
   info.max_context = o.context;
   return std::unique_ptr<engine::DraftModel>(

@@ -1,5 +1,6 @@
 #include "services/engine/grpc/drafter_service.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -15,33 +16,19 @@
 #include "absl/time/clock.h"
 #include "common/metrics/serving_metrics.h"
 #include "services/engine/grpc/status_mapping.h"
+#include "services/engine/grpc/tap_wire.h"
 #include "services/engine/grpc/write_queue.h"
 #include "spdlog/spdlog.h"
 
 namespace twinspan::rpc {
 namespace {
 
-// Checks a tap tensor against the ids it goes with and views it as floats.
-absl::StatusOr<engine::TapRows> TapsOf(const v1::Tensor& tensor, size_t ids, int64_t tap_width,
-                                       std::vector<float>* storage) {
-  if (tensor.dtype() != v1::DTYPE_F32 || tensor.shape_size() != 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("taps: expected dtype F32 and shape [rows, width], got dtype ", tensor.dtype(),
-                     " with ", tensor.shape_size(), " dims"));
-  }
-  const int64_t rows = tensor.shape(0);
-  const int64_t width = tensor.shape(1);
-  if (rows != static_cast<int64_t>(ids) || width != tap_width) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "taps: shape [", rows, ", ", width, "] does not match ", ids, " ids x width ", tap_width));
-  }
-  if (tensor.data().size() != static_cast<size_t>(rows * width) * sizeof(float)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("taps: ", tensor.data().size(), " bytes for shape [", rows, ", ", width, "]"));
-  }
-  storage->resize(rows * width);
-  std::memcpy(storage->data(), tensor.data().data(), tensor.data().size());
-  return engine::TapRows{rows, width, *storage};
+// Targets older than the tap-form negotiation leave the fields unset: raw F32 rows.
+v1::TapForm FormOf(v1::TapForm form) {
+  return form == v1::TAP_FORM_UNSPECIFIED ? v1::TAP_FORM_RAW : form;
+}
+v1::DType DtypeOf(v1::DType dtype) {
+  return dtype == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_F32 : dtype;
 }
 
 }  // namespace
@@ -126,9 +113,16 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
       case v1::DraftRequest::kCommit:
         Commit(request.commit(), info);
         return absl::OkStatus();
-      case v1::DraftRequest::kClose:
-        if (sessions_.erase(request.close().stream_id()) > 0) AddOpen(-1);
+      case v1::DraftRequest::kClose: {
+        auto it = sessions_.find(request.close().stream_id());
+        if (it != sessions_.end()) {
+          spdlog::debug("[{}] drafter: stream {} closed after round {}", it->second.request_id,
+                        it->first, it->second.committed_round);
+          sessions_.erase(it);
+          AddOpen(-1);
+        }
         return absl::OkStatus();
+      }
       case v1::DraftRequest::KIND_NOT_SET:
         break;
     }
@@ -156,11 +150,34 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
           "drafter: target checkpoint fingerprint ", hello.target_fingerprint(),
           " differs from the one this drafter was built for, ", info.target_fingerprint));
     }
-    if (hello.tap_form() != v1::TAP_FORM_RAW) {
-      return absl::FailedPreconditionError("drafter: only raw taps (TAP_FORM_RAW) are served");
+    const v1::TapForm form = FormOf(hello.tap_form());
+    const v1::DType dtype = DtypeOf(hello.tap_dtype());
+    if (form != v1::TAP_FORM_RAW && form != v1::TAP_FORM_FUSED) {
+      return absl::FailedPreconditionError(absl::StrCat("drafter: tap form ",
+                                                        v1::TapForm_Name(hello.tap_form()),
+                                                        " is not served (RAW or FUSED)"));
     }
+    if (dtype != v1::DTYPE_F32 && dtype != v1::DTYPE_BF16) {
+      return absl::FailedPreconditionError(absl::StrCat("drafter: tap dtype ",
+                                                        v1::DType_Name(hello.tap_dtype()),
+                                                        " is not served (F32 or BF16)"));
+    }
+    if (form == v1::TAP_FORM_FUSED) {
+      if (info.fused_width <= 0 || info.drafter_fingerprint.empty()) {
+        return absl::FailedPreconditionError("drafter: this drafter does not take fused taps");
+      }
+      if (hello.drafter_fingerprint() != info.drafter_fingerprint) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "drafter: the target fuses taps with the fc + hidden_norm of drafter checkpoint ",
+            hello.drafter_fingerprint().empty() ? "(none named)" : hello.drafter_fingerprint(),
+            ", but this drafter's checkpoint fingerprint is ", info.drafter_fingerprint));
+      }
+    }
+    form_ = form;
+    dtype_ = dtype;
     greeted_ = true;
-    spdlog::info("drafter: target {} ({}) connected", hello.target_name(), peer_);
+    spdlog::info("drafter: target {} ({}) connected, tap rows {} {}", hello.target_name(), peer_,
+                 v1::TapForm_Name(form_), v1::DType_Name(dtype_));
     v1::DraftReply reply;
     v1::HelloAck* ack = reply.mutable_hello_ack();
     ack->set_protocol(v1::DRAFT_PROTOCOL_V1);
@@ -171,6 +188,10 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
     ack->set_head_variant(info.head_variant);
     ack->set_max_streams(service_->options_.max_streams_per_connection);
     for (int64_t id : info.target_layer_ids) ack->add_target_layer_ids(static_cast<uint32_t>(id));
+    ack->set_tap_form(form_);
+    ack->set_tap_dtype(dtype_);
+    ack->set_drafter_fingerprint(info.drafter_fingerprint);
+    ack->set_fused_width(static_cast<uint32_t>(std::max(0, info.fused_width)));
     writes_.Push(std::move(reply));
     return absl::OkStatus();
   }
@@ -191,15 +212,15 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
                                     service_->options_.max_streams_per_connection, ")")));
     }
     absl::StatusOr<engine::TapRows> taps =
-        TapsOf(open.prompt_taps(), open.prompt_ids_size(), info.tap_width, &taps_);
-    if (!taps.ok()) return Error(id, 1, taps.status());
+        Taps(open.tap_form(), open.prompt_taps(), open.prompt_ids_size(), info);
+    if (!taps.ok()) return Error(id, 1, taps.status(), open.request_id());
     absl::StatusOr<std::unique_ptr<engine::DraftSession>> session = service_->model_->NewSession();
-    if (!session.ok()) return Error(id, 1, session.status());
+    if (!session.ok()) return Error(id, 1, session.status(), open.request_id());
     const absl::Time start = absl::Now();
     absl::StatusOr<std::vector<uint32_t>> ids =
         (*session)->Open(open.prompt_ids(), *taps, open.pending());
-    if (!ids.ok()) return Error(id, 1, ids.status());
-    sessions_[id] = Stream{*std::move(session), 0};
+    if (!ids.ok()) return Error(id, 1, ids.status(), open.request_id());
+    sessions_[id] = Stream{*std::move(session), 0, open.request_id()};
     AddOpen(1);
     spdlog::info("[{}] drafter: stream {} opened ({} prompt rows)", open.request_id(), id,
                  open.prompt_ids_size());
@@ -220,18 +241,32 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
                        " but round ", it->second.committed_round + 1, " was expected")));
     }
     absl::StatusOr<engine::TapRows> taps =
-        TapsOf(commit.taps(), commit.ids_size(), info.tap_width, &taps_);
+        Taps(commit.tap_form(), commit.taps(), commit.ids_size(), info);
     if (!taps.ok()) return Error(id, commit.round() + 1, taps.status());
     const absl::Time start = absl::Now();
     absl::StatusOr<std::vector<uint32_t>> ids =
         it->second.session->Commit(commit.ids(), *taps, commit.pending());
     if (!ids.ok()) {
+      const std::string request_id = it->second.request_id;
       sessions_.erase(it);  // its context is unknown now
       AddOpen(-1);
-      return Error(id, commit.round() + 1, ids.status());
+      return Error(id, commit.round() + 1, ids.status(), request_id);
     }
     it->second.committed_round = commit.round();
     Propose(id, commit.round() + 1, *ids, start);
+  }
+
+  // A message's tap rows in the negotiated form and dtype, as floats.
+  absl::StatusOr<engine::TapRows> Taps(v1::TapForm form, const v1::Tensor& tensor, size_t ids,
+                                       const engine::DrafterInfo& info) {
+    if (FormOf(form) != form_) {
+      return absl::InvalidArgumentError(absl::StrCat("taps: ", v1::TapForm_Name(FormOf(form)),
+                                                     " rows on a link that agreed on ",
+                                                     v1::TapForm_Name(form_)));
+    }
+    const bool fused = form_ == v1::TAP_FORM_FUSED;
+    return DecodeTapRows(tensor, dtype_, ids, fused ? info.fused_width : info.tap_width, fused,
+                         &taps_);
   }
 
   void Propose(uint64_t stream_id, uint32_t round, const std::vector<uint32_t>& ids,
@@ -247,8 +282,13 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
     writes_.Push(std::move(reply));
   }
 
-  void Error(uint64_t stream_id, uint32_t round, const absl::Status& status) {
-    spdlog::warn("drafter: stream {} round {}: {}", stream_id, round, status.ToString());
+  void Error(uint64_t stream_id, uint32_t round, const absl::Status& status,
+             const std::string& request_id = "") {
+    auto it = sessions_.find(stream_id);
+    const std::string& id = !request_id.empty()     ? request_id
+                            : it != sessions_.end() ? it->second.request_id
+                                                    : unknown_request_;
+    spdlog::warn("[{}] drafter: stream {} round {}: {}", id, stream_id, round, status.ToString());
     if (service_->metrics_ != nullptr) {
       service_->metrics_->RecordDrafterStreamError(absl::StatusCodeToString(status.code()));
     }
@@ -269,6 +309,7 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
   struct Stream {
     std::unique_ptr<engine::DraftSession> session;
     uint32_t committed_round = 0;
+    std::string request_id;  // for the logs: the same id the router and target log
   };
 
   DrafterService* service_;
@@ -280,7 +321,10 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
   bool stopping_ = false;
   // Worker thread only.
   bool greeted_ = false;
+  v1::TapForm form_ = v1::TAP_FORM_RAW;
+  v1::DType dtype_ = v1::DTYPE_F32;
   std::map<uint64_t, Stream> sessions_;
+  const std::string unknown_request_ = "-";
   std::vector<float> taps_;
   grpc::Status final_status_;
   WriteQueue<v1::DraftReply> writes_;

@@ -4,24 +4,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "grpcpp/grpcpp.h"
 #include "services/engine/grpc/status_mapping.h"
+#include "services/engine/grpc/tap_wire.h"
 #include "services/engine/grpc/write_queue.h"
 #include "spdlog/spdlog.h"
 #include "twinspan/v1/drafter.grpc.pb.h"
 
 namespace twinspan::rpc {
-namespace {
-
-void PutTaps(const engine::TapRows& taps, v1::Tensor* tensor) {
-  tensor->set_dtype(v1::DTYPE_F32);
-  tensor->add_shape(static_cast<uint32_t>(taps.rows));
-  tensor->add_shape(static_cast<uint32_t>(taps.width));
-  tensor->set_data(reinterpret_cast<const char*>(taps.data.data()),
-                   taps.data.size() * sizeof(float));
-}
-
-}  // namespace
 
 // One Draft call. Lives from StartCall until OnDone, which reports to the channel and deletes it.
 class GrpcDraftChannel::Link final
@@ -43,7 +34,10 @@ class GrpcDraftChannel::Link final
     h->set_vocab_size(owner_->options_.vocab_size);
     h->set_tokenizer_sha256(owner_->options_.tokenizer_sha256);
     h->set_target_fingerprint(owner_->options_.target_fingerprint);
-    h->set_tap_form(v1::TAP_FORM_RAW);
+    const engine::TapFusion* fusion = owner_->options_.fusion;
+    h->set_tap_form(fusion != nullptr ? v1::TAP_FORM_FUSED : v1::TAP_FORM_RAW);
+    if (fusion != nullptr) h->set_drafter_fingerprint(fusion->drafter_fingerprint());
+    h->set_tap_dtype(owner_->options_.bf16_taps ? v1::DTYPE_BF16 : v1::DTYPE_F32);
     h->set_target_name(owner_->options_.target_name);
     writes_.Push(std::move(hello));
     StartRead(&incoming_);
@@ -88,6 +82,8 @@ class GrpcDraftChannel::Link final
                                   " != target's ", want.target_fingerprint);
         } else if (ack.block_size() < 2) {
           mismatch = absl::StrCat("block_size ", ack.block_size(), " < 2");
+        } else {
+          mismatch = TapMismatch(ack);
         }
         if (!mismatch.empty()) {
           refusal_ = absl::FailedPreconditionError(
@@ -104,6 +100,8 @@ class GrpcDraftChannel::Link final
         info.max_streams = static_cast<int>(ack.max_streams());
         for (uint32_t id : ack.target_layer_ids()) info.target_layer_ids.push_back(id);
         info.tap_width = static_cast<int>(info.target_layer_ids.size()) * want.hidden_size;
+        info.fused_width = static_cast<int>(ack.fused_width());
+        info.drafter_fingerprint = ack.drafter_fingerprint();
         owner_->OnLinkReady(this, info);
         return;
       }
@@ -123,6 +121,39 @@ class GrpcDraftChannel::Link final
       case v1::DraftReply::KIND_NOT_SET:
         return;
     }
+  }
+
+  // Why the drafter's answer to the tap form cannot be used ("" when it can).
+  std::string TapMismatch(const v1::HelloAck& ack) const {
+    const GrpcDraftChannelOptions& want = owner_->options_;
+    const v1::TapForm form = want.fusion != nullptr ? v1::TAP_FORM_FUSED : v1::TAP_FORM_RAW;
+    const v1::DType dtype = want.bf16_taps ? v1::DTYPE_BF16 : v1::DTYPE_F32;
+    // A drafter older than the negotiation leaves both unset and only ever takes raw F32 rows.
+    const v1::TapForm got_form =
+        ack.tap_form() == v1::TAP_FORM_UNSPECIFIED ? v1::TAP_FORM_RAW : ack.tap_form();
+    const v1::DType got_dtype =
+        ack.tap_dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_F32 : ack.tap_dtype();
+    if (got_form != form || got_dtype != dtype) {
+      return absl::StrCat("tap rows ", v1::TapForm_Name(form), "/", v1::DType_Name(dtype),
+                          " were asked for, the drafter answered ", v1::TapForm_Name(got_form), "/",
+                          v1::DType_Name(got_dtype));
+    }
+    if (want.fusion == nullptr) return "";
+    if (ack.drafter_fingerprint() != want.fusion->drafter_fingerprint()) {
+      return absl::StrCat("drafter checkpoint fingerprint ", ack.drafter_fingerprint(),
+                          " != the fingerprint of the checkpoint the target fuses taps with, ",
+                          want.fusion->drafter_fingerprint());
+    }
+    std::vector<int64_t> layers(ack.target_layer_ids().begin(), ack.target_layer_ids().end());
+    if (layers != want.fusion->target_layer_ids() ||
+        static_cast<int64_t>(ack.fused_width()) != want.fusion->fused_width() ||
+        static_cast<int64_t>(layers.size()) * want.hidden_size != want.fusion->raw_width()) {
+      return absl::StrCat("the drafter's taps (", layers.size(), " layers, fused width ",
+                          ack.fused_width(), ") differ from the fusion's (",
+                          want.fusion->target_layer_ids().size(), " layers, fused width ",
+                          want.fusion->fused_width(), ")");
+    }
+    return "";
   }
 
   GrpcDraftChannel* owner_;
@@ -250,20 +281,44 @@ bool GrpcDraftChannel::WaitReady(absl::Duration timeout) {
   return mu_.AwaitWithTimeout(absl::Condition(&link_ready_), timeout);
 }
 
+absl::Status GrpcDraftChannel::PutTaps(const engine::TapRows& taps, v1::Tensor* tensor) const {
+  const v1::DType dtype = options_.bf16_taps ? v1::DTYPE_BF16 : v1::DTYPE_F32;
+  if (options_.fusion == nullptr) {
+    EncodeTapRows(taps.data.data(), taps.rows, taps.width, dtype, tensor);
+    return absl::OkStatus();
+  }
+  if (taps.width != options_.fusion->raw_width()) {
+    return absl::InvalidArgumentError(absl::StrCat("taps: raw rows of width ", taps.width,
+                                                   " for a fusion of width ",
+                                                   options_.fusion->raw_width()));
+  }
+  std::vector<float> fused(static_cast<size_t>(taps.rows * options_.fusion->fused_width()));
+  ABSL_RETURN_IF_ERROR(options_.fusion->Fuse(taps.data.data(), taps.rows, fused.data()));
+  EncodeTapRows(fused.data(), taps.rows, options_.fusion->fused_width(), dtype, tensor);
+  return absl::OkStatus();
+}
+
+absl::Status GrpcDraftChannel::Send(v1::DraftRequest request) {
+  const int64_t bytes = static_cast<int64_t>(request.ByteSizeLong());
+  std::shared_ptr<Link> link = ReadyLink();
+  if (link == nullptr || !link->Send(std::move(request))) {
+    return absl::UnavailableError(
+        absl::StrCat("drafter at ", options_.address, " is not connected"));
+  }
+  bytes_sent_.fetch_add(bytes);
+  return absl::OkStatus();
+}
+
 absl::Status GrpcDraftChannel::Open(const engine::DraftOpen& open) {
   v1::DraftRequest request;
   v1::Open* o = request.mutable_open();
   o->set_stream_id(open.stream_id);
   o->set_request_id(open.request_id);
   o->mutable_prompt_ids()->Add(open.prompt_ids.begin(), open.prompt_ids.end());
-  PutTaps(open.prompt_taps, o->mutable_prompt_taps());
+  ABSL_RETURN_IF_ERROR(PutTaps(open.prompt_taps, o->mutable_prompt_taps()));
+  o->set_tap_form(options_.fusion != nullptr ? v1::TAP_FORM_FUSED : v1::TAP_FORM_RAW);
   o->set_pending(open.pending);
-  std::shared_ptr<Link> link = ReadyLink();
-  if (link == nullptr || !link->Send(std::move(request))) {
-    return absl::UnavailableError(
-        absl::StrCat("drafter at ", options_.address, " is not connected"));
-  }
-  return absl::OkStatus();
+  return Send(std::move(request));
 }
 
 absl::Status GrpcDraftChannel::Commit(const engine::DraftCommit& commit) {
@@ -272,14 +327,10 @@ absl::Status GrpcDraftChannel::Commit(const engine::DraftCommit& commit) {
   c->set_stream_id(commit.stream_id);
   c->set_round(commit.round);
   c->mutable_ids()->Add(commit.ids.begin(), commit.ids.end());
-  PutTaps(commit.taps, c->mutable_taps());
+  ABSL_RETURN_IF_ERROR(PutTaps(commit.taps, c->mutable_taps()));
+  c->set_tap_form(options_.fusion != nullptr ? v1::TAP_FORM_FUSED : v1::TAP_FORM_RAW);
   c->set_pending(commit.pending);
-  std::shared_ptr<Link> link = ReadyLink();
-  if (link == nullptr || !link->Send(std::move(request))) {
-    return absl::UnavailableError(
-        absl::StrCat("drafter at ", options_.address, " is not connected"));
-  }
-  return absl::OkStatus();
+  return Send(std::move(request));
 }
 
 void GrpcDraftChannel::Close(uint64_t stream_id) {

@@ -4,6 +4,7 @@
 #ifndef TWINSPAN_SERVICES_ENGINE_GRPC_GRPC_DRAFT_CHANNEL_H_
 #define TWINSPAN_SERVICES_ENGINE_GRPC_GRPC_DRAFT_CHANNEL_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -13,6 +14,8 @@
 #include "absl/time/time.h"
 #include "services/engine/draft_channel.h"
 #include "services/engine/proposal_box.h"
+#include "services/engine/tap_fusion.h"
+#include "twinspan/v1/drafter.pb.h"
 
 namespace twinspan::rpc {
 
@@ -23,6 +26,10 @@ struct GrpcDraftChannelOptions {
   std::string tokenizer_sha256;
   std::string target_fingerprint;
   int hidden_size = 0;  // floats per tap layer per row
+  // Sends fused rows (the drafter's fc + hidden_norm applied here) when set; not owned, must
+  // outlive the channel. The drafter must be of the checkpoint the fusion was loaded from.
+  const engine::TapFusion* fusion = nullptr;
+  bool bf16_taps = false;  // tap rows as BF16 instead of F32 (half the bytes; drafts may differ)
   absl::Duration reconnect_backoff = absl::Milliseconds(500);
   absl::Duration refused_backoff = absl::Seconds(5);  // after a handshake refusal
   int max_message_bytes = 64 << 20;
@@ -48,6 +55,8 @@ class GrpcDraftChannel : public engine::DraftChannel {
   bool WaitReady(absl::Duration timeout);
   // The last handshake refusal or link error, for ModelInfo and logs.
   std::string last_error() const;
+  // Serialized bytes of every Open and Commit sent so far (the bytes-per-round benchmark).
+  int64_t bytes_sent() const { return bytes_sent_.load(); }
 
   class Link;
 
@@ -59,7 +68,12 @@ class GrpcDraftChannel : public engine::DraftChannel {
   // The current link when ready, else null.
   std::shared_ptr<Link> ReadyLink() const;
 
+  // The tap rows of an Open or Commit in the negotiated form and dtype.
+  absl::Status PutTaps(const engine::TapRows& taps, v1::Tensor* tensor) const;
+  absl::Status Send(v1::DraftRequest request);
+
   const GrpcDraftChannelOptions options_;
+  std::atomic<int64_t> bytes_sent_{0};
   engine::ProposalBox box_;
   mutable absl::Mutex mu_;
   // Shared with senders so a link outlives a Send racing with its end.

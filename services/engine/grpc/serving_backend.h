@@ -3,6 +3,7 @@
 #ifndef TWINSPAN_SERVICES_ENGINE_GRPC_SERVING_BACKEND_H_
 #define TWINSPAN_SERVICES_ENGINE_GRPC_SERVING_BACKEND_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,7 @@ struct CallInfo {
   std::string request_id;   // never empty: assigned when the client sent none
   std::string session_key;  // request field, else "x-session-key" metadata
   absl::Time deadline = absl::InfiniteFuture();
+  absl::Time arrival = absl::Now();  // when the call arrived (deadline messages say how long)
 };
 
 // The reply stream of one Generate call. Thread-safe; Write and Finish never block.
@@ -32,6 +34,11 @@ class GenerateWriter {
   virtual bool Cancelled() const = 0;
   // True once any message was queued (the router retries only before that).
   virtual bool Streamed() const = 0;
+  // Runs `hook` once when the call is cancelled: by the client, by its deadline (the server ends
+  // the call with DEADLINE_EXCEEDED a little before the client's own timer would), or because it
+  // ended before Finish. Runs at once when that already happened. Any thread; must not block.
+  // Only the first hook registered is kept.
+  virtual void OnCancel(std::function<void()> hook) = 0;
 };
 
 // Thread-safe.

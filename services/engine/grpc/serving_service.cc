@@ -1,6 +1,8 @@
 #include "services/engine/grpc/serving_service.h"
 
+#include <algorithm>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -8,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "grpcpp/alarm.h"
 #include "services/engine/grpc/status_mapping.h"
 #include "spdlog/spdlog.h"
 
@@ -20,6 +23,21 @@ std::string Metadata(const grpc::CallbackServerContext& context, const char* key
   return it == md.end() ? std::string() : std::string(it->second.data(), it->second.size());
 }
 
+// gRPC reports "no deadline" as the largest time point, which absl reads as a finite time.
+absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
+  const auto deadline = context.deadline();
+  if (deadline >= std::chrono::system_clock::time_point::max() - std::chrono::hours(24)) {
+    return absl::InfiniteFuture();
+  }
+  return absl::FromChrono(deadline);
+}
+
+// How long before the call's deadline the server ends it itself: the client's own timer would
+// otherwise win the race and report a bare "Deadline Exceeded" that names nothing.
+absl::Duration DeadlineMargin(absl::Duration budget) {
+  return std::clamp(budget / 10, absl::Milliseconds(2), absl::Milliseconds(50));
+}
+
 // One Generate call: the write queue between the backend (any thread) and gRPC. gRPC methods are
 // called outside the lock because a reaction may run inline.
 class GenerateCall final : public GenerateWriter,
@@ -29,7 +47,11 @@ class GenerateCall final : public GenerateWriter,
    public:
     explicit Reactor(std::shared_ptr<GenerateCall> call) : call_(std::move(call)) {}
     void OnWriteDone(bool ok) override { call_->WriteDone(ok); }
-    void OnCancel() override { call_->cancelled_.store(true); }
+    void OnCancel() override {
+      spdlog::info("[{}] call cancelled (the client went away or its deadline passed)",
+                   call_->info_.request_id);
+      call_->Cancel();
+    }
     void OnDone() override {
       call_->Detach();
       delete this;
@@ -39,13 +61,30 @@ class GenerateCall final : public GenerateWriter,
     std::shared_ptr<GenerateCall> call_;
   };
 
+  // `limited`: the deadline is the server's per-request limit, not the client's.
+  GenerateCall(CallInfo info, bool limited) : info_(std::move(info)), limited_(limited) {}
+
   void Attach(Reactor* reactor) { reactor_ = reactor; }
+
+  // Ends the call with DEADLINE_EXCEEDED shortly before its deadline (none when it has none).
+  void ArmDeadline() {
+    if (info_.deadline == absl::InfiniteFuture()) return;
+    const absl::Time fire = info_.deadline - DeadlineMargin(info_.deadline - info_.arrival);
+    std::weak_ptr<GenerateCall> weak = weak_from_this();
+    std::lock_guard<std::mutex> lock(mu_);
+    alarm_ = std::make_unique<grpc::Alarm>();
+    alarm_->Set(absl::ToChronoTime(fire), [weak](bool fired) {
+      if (!fired) return;  // cancelled: the call ended first
+      if (std::shared_ptr<GenerateCall> call = weak.lock()) call->DeadlinePassed();
+    });
+  }
 
   void Write(v1::GenerateResponse response) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (finishing_ || reactor_ == nullptr || failed_) return;
       streamed_ = true;
+      ++written_;
       queue_.push_back(std::move(response));
       if (writing_) return;
       writing_ = true;
@@ -72,7 +111,51 @@ class GenerateCall final : public GenerateWriter,
     return streamed_;
   }
 
+  void OnCancel(std::function<void()> hook) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (hook_set_) return;  // one hook only
+      hook_set_ = true;
+      if (!cancel_ran_) {
+        hook_ = std::move(hook);
+        return;
+      }
+    }
+    hook();  // already cancelled
+  }
+
  private:
+  void Cancel() {
+    cancelled_.store(true);
+    std::function<void()> hook;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (cancel_ran_) return;
+      cancel_ran_ = true;
+      hook.swap(hook_);
+    }
+    if (hook) hook();
+  }
+
+  void DeadlinePassed() {
+    int written = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finishing_ || reactor_ == nullptr) return;
+      written = written_;
+    }
+    const std::string message = absl::StrFormat(
+        "request %s: deadline exceeded: %s of %s passed after %d streamed messages; the request "
+        "was stopped",
+        info_.request_id,
+        limited_ ? "the server's per-request limit (--max-request-seconds)"
+                 : "the call's deadline (set by the client)",
+        absl::FormatDuration(info_.deadline - info_.arrival), written);
+    spdlog::info("[{}] {}", info_.request_id, message);
+    Finish(absl::DeadlineExceededError(message));
+    Cancel();
+  }
+
   void WriteDone(bool ok) {
     bool finish = false;
     bool next = false;
@@ -80,7 +163,6 @@ class GenerateCall final : public GenerateWriter,
       std::lock_guard<std::mutex> lock(mu_);
       if (!ok) {
         failed_ = true;
-        cancelled_.store(true);
         queue_.clear();
       }
       if (!queue_.empty()) {
@@ -92,6 +174,7 @@ class GenerateCall final : public GenerateWriter,
         finish = finishing_;
       }
     }
+    if (!ok) Cancel();
     if (next) {
       reactor_->StartWrite(&current_);
     } else if (finish) {
@@ -100,11 +183,18 @@ class GenerateCall final : public GenerateWriter,
   }
 
   void Detach() {
-    std::lock_guard<std::mutex> lock(mu_);
-    reactor_ = nullptr;
-    cancelled_.store(true);
+    std::unique_ptr<grpc::Alarm> alarm;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      reactor_ = nullptr;
+      alarm.swap(alarm_);
+    }
+    Cancel();
+    if (alarm != nullptr) alarm->Cancel();
   }
 
+  const CallInfo info_;
+  const bool limited_;
   mutable std::mutex mu_;
   Reactor* reactor_ = nullptr;
   std::deque<v1::GenerateResponse> queue_;
@@ -113,8 +203,13 @@ class GenerateCall final : public GenerateWriter,
   bool finishing_ = false;
   bool failed_ = false;
   bool streamed_ = false;
+  int written_ = 0;
   grpc::Status final_status_;
   std::atomic<bool> cancelled_{false};
+  std::function<void()> hook_;
+  bool hook_set_ = false;
+  bool cancel_ran_ = false;
+  std::unique_ptr<grpc::Alarm> alarm_;
 };
 
 template <typename Response>
@@ -142,15 +237,24 @@ std::string RequestIdOf(const grpc::CallbackServerContext& context, const std::s
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* ServingService::Generate(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
-  auto call = std::make_shared<GenerateCall>();
-  auto* reactor = new GenerateCall::Reactor(call);
-  call->Attach(reactor);
   CallInfo info;
   info.request_id = RequestIdOf(*context, request->request_id(), next_id_.fetch_add(1));
   info.session_key =
       request->session_key().empty() ? Metadata(*context, "x-session-key") : request->session_key();
-  info.deadline = absl::FromChrono(context->deadline());
-  spdlog::info("[{}] Generate from {}", info.request_id, context->peer());
+  info.deadline = DeadlineOf(*context);
+  info.arrival = absl::Now();
+  const absl::Time limit = info.arrival + options_.max_request_duration;
+  const bool limited = limit < info.deadline;
+  if (limited) info.deadline = limit;
+  auto call = std::make_shared<GenerateCall>(info, limited);
+  auto* reactor = new GenerateCall::Reactor(call);
+  call->Attach(reactor);
+  call->ArmDeadline();
+  spdlog::info(
+      "[{}] Generate from {}{}", info.request_id, context->peer(),
+      info.deadline == absl::InfiniteFuture()
+          ? std::string()
+          : absl::StrCat(", deadline in ", absl::FormatDuration(info.deadline - info.arrival)));
   backend_->Generate(*request, info, call);
   return reactor;
 }

@@ -4,15 +4,23 @@
 
 #include <atomic>
 
+#include "absl/time/time.h"
 #include "services/engine/grpc/serving_backend.h"
 #include "twinspan/v1/serving.grpc.pb.h"
 
 namespace twinspan::rpc {
 
+struct ServingServiceOptions {
+  // The longest a Generate may run, whatever deadline the client set (or none): the call ends
+  // with DEADLINE_EXCEEDED naming this limit. Infinite: only the client's deadline counts.
+  absl::Duration max_request_duration = absl::InfiniteDuration();
+};
+
 // Thread-safe. `backend` is not owned and must outlive the server.
 class ServingService final : public v1::Serving::CallbackService {
  public:
-  explicit ServingService(ServingBackend* backend) : backend_(backend) {}
+  explicit ServingService(ServingBackend* backend, const ServingServiceOptions& options = {})
+      : backend_(backend), options_(options) {}
 
   grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
       grpc::CallbackServerContext* context, const v1::GenerateRequest* request) override;
@@ -31,6 +39,7 @@ class ServingService final : public v1::Serving::CallbackService {
 
  private:
   ServingBackend* backend_;
+  const ServingServiceOptions options_;
   std::atomic<uint64_t> next_id_{1};
 };
 

@@ -1,11 +1,9 @@
 #include "services/target/server/target_backend.h"
 
-#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/hash/sha256.h"
-#include "common/sampler/keyed_sampler.h"
 #include "services/target/server/stop_matcher.h"
 #include "spdlog/spdlog.h"
 
@@ -45,12 +43,14 @@ namespace {
 class ReplySink : public engine::StreamSink {
  public:
   ReplySink(std::shared_ptr<rpc::GenerateWriter> writer, std::unique_ptr<engine::TextStream> text,
-            std::vector<std::string> stops, std::string request_id, std::string served_by)
+            std::vector<std::string> stops, std::string request_id, std::string served_by,
+            engine::DeadlineDraftChannel* deadlines)
       : writer_(std::move(writer)),
         text_(std::move(text)),
         stops_(std::move(stops)),
         request_id_(std::move(request_id)),
-        served_by_(std::move(served_by)) {}
+        served_by_(std::move(served_by)),
+        deadlines_(deadlines) {}
 
   engine::SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t round) override {
     v1::GenerateResponse response;
@@ -79,6 +79,7 @@ class ReplySink : public engine::StreamSink {
   }
 
   void OnFinish(absl::StatusOr<engine::StreamSummary> summary) override {
+    if (deadlines_ != nullptr) deadlines_->ForgetRequest(request_id_);
     if (!summary.ok()) {
       writer_->Finish(summary.status());
       return;
@@ -135,116 +136,23 @@ class ReplySink : public engine::StreamSink {
   StopMatcher stops_;
   std::string request_id_;
   std::string served_by_;
+  engine::DeadlineDraftChannel* deadlines_;
   bool stopped_ = false;
 };
 
-absl::Status CheckRange(const char* name, float value, float lo, float hi) {
-  if (!std::isfinite(value) || value < lo || value > hi) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("request: sampling.", name, " = ", value, " is outside [", lo, ", ", hi, "]"));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
-absl::StatusOr<std::string> TargetBackend::Render(const v1::ChatMessages& chat) const {
-  if (chat.messages_size() == 0) return absl::InvalidArgumentError("request: chat has no messages");
-  if (chat.messages_size() > options_.max_chat_messages) {
-    return absl::ResourceExhaustedError(absl::StrCat("request: ", chat.messages_size(),
-                                                     " chat messages (limit ",
-                                                     options_.max_chat_messages, ")"));
-  }
-  std::vector<engine::ChatTurn> turns;
-  for (const v1::ChatMessage& m : chat.messages()) {
-    if (m.role().empty()) return absl::InvalidArgumentError("request: a chat message has no role");
-    turns.push_back({m.role(), m.content()});
-  }
-  engine::ChatOptions options;
-  options.add_generation_prompt = !chat.skip_generation_prompt();
-  options.enable_thinking = !chat.disable_thinking();
-  return codec_->RenderChat(turns, options);
-}
-
-absl::StatusOr<std::vector<uint32_t>> TargetBackend::PromptIds(const v1::GenerateRequest& request,
-                                                               std::string* rendered) const {
-  switch (request.input_case()) {
-    case v1::GenerateRequest::kPrompt:
-      if (static_cast<int64_t>(request.prompt().size()) > options_.max_text_bytes) {
-        return absl::ResourceExhaustedError(absl::StrCat("request: prompt has ",
-                                                         request.prompt().size(), " bytes (limit ",
-                                                         options_.max_text_bytes, ")"));
-      }
-      return codec_->Encode(request.prompt(), /*parse_special=*/true);
-    case v1::GenerateRequest::kPromptIds:
-      return std::vector<uint32_t>(request.prompt_ids().ids().begin(),
-                                   request.prompt_ids().ids().end());
-    case v1::GenerateRequest::kChat: {
-      absl::StatusOr<std::string> text = Render(request.chat());
-      if (!text.ok()) return text.status();
-      *rendered = *text;
-      return codec_->Encode(*text, /*parse_special=*/true);
-    }
-    case v1::GenerateRequest::INPUT_NOT_SET:
-      break;
-  }
-  return absl::InvalidArgumentError("request: set one of prompt, prompt_ids or chat");
-}
-
-absl::StatusOr<engine::EngineRequest> TargetBackend::MakeEngineRequest(
-    const v1::GenerateRequest& request, const rpc::CallInfo& call) const {
-  std::string rendered;
-  absl::StatusOr<std::vector<uint32_t>> ids = PromptIds(request, &rendered);
-  if (!ids.ok()) return ids.status();
-  const v1::SamplingParams& p = request.sampling();
-  engine::EngineRequest r;
-  r.request_id = call.request_id;
-  r.prompt_ids = *std::move(ids);
-  if (absl::Status s = CheckRange("temperature", p.temperature(), 0.0f, 100.0f); !s.ok()) return s;
-  if (absl::Status s = CheckRange("top_p", p.top_p(), 0.0f, 1.0f); !s.ok()) return s;
-  if (absl::Status s = CheckRange("min_p", p.min_p(), 0.0f, 1.0f); !s.ok()) return s;
-  const int vocab = engine_->model().info().vocab_size;
-  if (p.top_k() > static_cast<uint32_t>(vocab)) {
-    return absl::InvalidArgumentError(absl::StrCat("request: sampling.top_k ", p.top_k(),
-                                                   " exceeds the vocabulary (", vocab, ")"));
-  }
-  r.sampling.temperature = p.temperature();
-  r.sampling.top_k = static_cast<int>(p.top_k());
-  r.sampling.top_p = p.top_p() == 0.0f ? 1.0f : p.top_p();
-  r.sampling.min_p = p.min_p();
-  r.sampling.seed =
-      p.has_seed()
-          ? p.seed().value()
-          : sampler::SeedFromPrompt(std::vector<int32_t>(r.prompt_ids.begin(), r.prompt_ids.end()));
-  r.max_tokens =
-      p.max_tokens() == 0 ? options_.default_max_tokens : static_cast<int>(p.max_tokens());
-  if (p.stop_size() > options_.max_stop_strings) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "request: ", p.stop_size(), " stop strings (limit ", options_.max_stop_strings, ")"));
-  }
-  for (const std::string& stop : p.stop()) {
-    if (stop.empty() || static_cast<int>(stop.size()) > options_.max_stop_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat("request: a stop string has ", stop.size(),
-                                                     " bytes (allowed 1..", options_.max_stop_bytes,
-                                                     ")"));
-    }
-  }
-  for (uint32_t id : p.stop_token_ids()) {
-    if (id >= static_cast<uint32_t>(vocab)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("request: stop_token_id ", id, " is outside the vocabulary (", vocab, ")"));
-    }
-  }
-  r.stop_token_ids.assign(p.stop_token_ids().begin(), p.stop_token_ids().end());
-  r.ignore_eos = p.ignore_eos();
-  r.draft = !p.has_draft() || p.draft().value();
-  r.deadline = call.deadline;
-  return r;
+RequestLimits TargetBackend::limits() const {
+  const engine::VerifierInfo& info = engine_->model().info();
+  RequestLimits l = options_.limits;
+  l.vocab_size = info.vocab_size;
+  l.max_context = info.max_context;
+  return l;
 }
 
 void TargetBackend::Generate(const v1::GenerateRequest& request, const rpc::CallInfo& call,
                              std::shared_ptr<rpc::GenerateWriter> writer) {
-  absl::StatusOr<engine::EngineRequest> r = MakeEngineRequest(request, call);
+  absl::StatusOr<engine::EngineRequest> r = ParseGenerateRequest(request, call, *codec_, limits());
   if (!r.ok()) {
     spdlog::info("[{}] refused: {}", call.request_id, r.status().ToString());
     writer->Finish(r.status());
@@ -256,33 +164,18 @@ void TargetBackend::Generate(const v1::GenerateRequest& request, const rpc::Call
   auto sink = std::make_shared<ReplySink>(
       writer, codec_->NewStream(),
       std::vector<std::string>(request.sampling().stop().begin(), request.sampling().stop().end()),
-      call.request_id, options_.name);
+      call.request_id, options_.name, deadlines_);
+  if (deadlines_ != nullptr) deadlines_->SetRequestDeadline(call.request_id, call.deadline);
   absl::Status submitted = engine_->Submit(*std::move(r), sink);
   if (!submitted.ok()) {
+    if (deadlines_ != nullptr) deadlines_->ForgetRequest(call.request_id);
     spdlog::info("[{}] refused: {}", call.request_id, submitted.ToString());
     writer->Finish(submitted);
   }
 }
 
 absl::StatusOr<v1::TokenizeResponse> TargetBackend::Tokenize(const v1::TokenizeRequest& request) {
-  v1::TokenizeResponse response;
-  absl::StatusOr<std::vector<uint32_t>> ids;
-  if (request.has_chat()) {
-    absl::StatusOr<std::string> text = Render(request.chat());
-    if (!text.ok()) return text.status();
-    response.set_rendered(*text);
-    ids = codec_->Encode(*text, /*parse_special=*/true);
-  } else {
-    if (static_cast<int64_t>(request.text().size()) > options_.max_text_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat("Tokenize: text has ", request.text().size(),
-                                                       " bytes (limit ", options_.max_text_bytes,
-                                                       ")"));
-    }
-    ids = codec_->Encode(request.text(), request.add_special_tokens());
-  }
-  if (!ids.ok()) return ids.status();
-  response.mutable_ids()->Add(ids->begin(), ids->end());
-  return response;
+  return ParseTokenizeRequest(request, *codec_, limits());
 }
 
 absl::StatusOr<v1::ModelInfoResponse> TargetBackend::ModelInfo() {

@@ -5,27 +5,27 @@
 
 #include <string>
 
+#include "services/engine/deadline_draft_channel.h"
 #include "services/engine/grpc/serving_backend.h"
 #include "services/engine/lane_engine.h"
 #include "services/engine/text_codec.h"
+#include "services/target/server/request_parser.h"
 
 namespace twinspan::serving {
 
 struct TargetBackendOptions {
-  std::string name = "target";   // served_by in replies
-  int default_max_tokens = 256;  // when a request leaves max_tokens at 0
-  int max_stop_strings = 8;
-  int max_stop_bytes = 256;
-  int max_chat_messages = 256;
-  int64_t max_text_bytes = 1 << 20;
+  std::string name = "target";  // served_by in replies
+  RequestLimits limits;         // vocab_size and max_context are taken from the engine's model
 };
 
-// Thread-safe. `engine` and `codec` are not owned and must outlive the backend.
+// Thread-safe. `engine`, `codec` and `deadlines` (may be null: no drafter) are not owned and must
+// outlive the backend; `deadlines` is the engine's draft channel, told each request's deadline.
 class TargetBackend : public rpc::ServingBackend {
  public:
   TargetBackend(engine::LaneEngine* engine, const engine::TextCodec* codec,
-                const TargetBackendOptions& options)
-      : engine_(engine), codec_(codec), options_(options) {}
+                const TargetBackendOptions& options,
+                engine::DeadlineDraftChannel* deadlines = nullptr)
+      : engine_(engine), codec_(codec), options_(options), deadlines_(deadlines) {}
 
   void Generate(const v1::GenerateRequest& request, const rpc::CallInfo& call,
                 std::shared_ptr<rpc::GenerateWriter> writer) override;
@@ -34,19 +34,13 @@ class TargetBackend : public rpc::ServingBackend {
   bool Abort(const std::string& request_id) override;
   v1::GetLoadResponse GetLoad() override;
 
-  // The engine request for `request` (validated), or InvalidArgument / ResourceExhausted naming
-  // the field or limit.
-  absl::StatusOr<engine::EngineRequest> MakeEngineRequest(const v1::GenerateRequest& request,
-                                                          const rpc::CallInfo& call) const;
-
  private:
-  absl::StatusOr<std::vector<uint32_t>> PromptIds(const v1::GenerateRequest& request,
-                                                  std::string* rendered) const;
-  absl::StatusOr<std::string> Render(const v1::ChatMessages& chat) const;
+  RequestLimits limits() const;
 
   engine::LaneEngine* engine_;
   const engine::TextCodec* codec_;
   TargetBackendOptions options_;
+  engine::DeadlineDraftChannel* deadlines_;
 };
 
 // token_sha256 of a reply: SHA-256 (hex) of the ids as little-endian uint32.

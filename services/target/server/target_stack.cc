@@ -8,8 +8,10 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/parallel.h"
 #include "services/engine/checkpoint_fingerprint.h"
+#include "services/engine/deadline_draft_channel.h"
 #include "services/engine/grpc/grpc_draft_channel.h"
 #include "services/engine/in_process_draft_channel.h"
+#include "services/engine/tap_fuser.h"
 #include "services/target/server/keyed_token_sampler.h"
 #include "services/target/server/target_verifier.h"
 #include "services/target/server/tokenizer_codec.h"
@@ -28,6 +30,8 @@ struct TargetStack::Parts {
   std::unique_ptr<engine::DraftModel> draft_model;
   std::unique_ptr<engine::InProcessDraftChannel> in_process;
   std::unique_ptr<rpc::GrpcDraftChannel> grpc;
+  std::unique_ptr<engine::TapFuser> fuser;
+  std::unique_ptr<engine::DeadlineDraftChannel> deadlines;  // wraps whichever of the two is used
 };
 
 absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStackOptions& o,
@@ -35,6 +39,10 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
                                                                DraftModelOpener open_drafter) {
   if (!o.drafter_address.empty() && !o.drafter_model_dir.empty()) {
     return absl::InvalidArgumentError("target: give --drafter or --drafter-model, not both");
+  }
+  if ((!o.fuse_taps_drafter_dir.empty() || o.bf16_taps) && o.drafter_address.empty()) {
+    return absl::InvalidArgumentError(
+        "target: --fuse-taps and --bf16-taps shape the taps sent to a --drafter (split mode)");
   }
   if (o.context < 2 || o.threads < 0 || o.prefill_chunk_rows < 1) {
     return absl::InvalidArgumentError("target: --context >= 2, --threads >= 0, chunk rows >= 1");
@@ -70,8 +78,11 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
     if (open_drafter == nullptr) {
       return absl::FailedPreconditionError("target: built without the in-process drafter");
     }
-    ABSL_ASSIGN_OR_RETURN(p.draft_model, open_drafter(o.drafter_model_dir, o.model_dir,
-                                                      o.head_variant, o.context, threads));
+    // The drafter holds the stream's committed rows plus one block of scratch.
+    constexpr int64_t kBlockRoom = 16;
+    ABSL_ASSIGN_OR_RETURN(p.draft_model,
+                          open_drafter(o.drafter_model_dir, o.model_dir, o.head_variant,
+                                       o.context + kBlockRoom, threads));
     const engine::DrafterInfo& d = p.draft_model->info();
     if (d.vocab_size != info.vocab_size || d.tokenizer_sha256 != p.codec->sha256() ||
         d.target_fingerprint != fingerprint) {
@@ -91,8 +102,23 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
     copt.target_fingerprint = fingerprint;
     copt.hidden_size = info.hidden_size;
     copt.max_message_bytes = o.max_message_bytes;
+    copt.bf16_taps = o.bf16_taps;
+    if (!o.fuse_taps_drafter_dir.empty()) {
+      ABSL_ASSIGN_OR_RETURN(p.fuser, engine::TapFuser::Open(o.fuse_taps_drafter_dir, p.pool.get()));
+      if (p.fuser->raw_width() % info.hidden_size != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "target: --fuse-taps ", o.fuse_taps_drafter_dir, ": fc reads ", p.fuser->raw_width(),
+            " floats a row, not a multiple of this target's hidden size ", info.hidden_size));
+      }
+      copt.fusion = p.fuser.get();
+    }
     p.grpc = rpc::GrpcDraftChannel::Start(copt);
     channel = p.grpc.get();
+  }
+
+  if (channel != nullptr) {
+    p.deadlines = std::make_unique<engine::DeadlineDraftChannel>(channel);
+    channel = p.deadlines.get();
   }
 
   engine::EngineOptions eopt;
@@ -107,8 +133,11 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
       engine::LaneEngine::Start(eopt, p.verifier.get(), p.sampler.get(), channel, metrics));
   TargetBackendOptions bopt;
   bopt.name = o.name;
-  bopt.default_max_tokens = o.default_max_tokens;
-  stack->backend_ = std::make_unique<TargetBackend>(stack->engine_.get(), p.codec.get(), bopt);
+  bopt.limits.default_max_tokens = o.default_max_tokens;
+  bopt.limits.max_prompt_tokens = o.max_prompt_tokens;
+  bopt.limits.max_tokens_limit = o.max_tokens_limit;
+  stack->backend_ =
+      std::make_unique<TargetBackend>(stack->engine_.get(), p.codec.get(), bopt, p.deadlines.get());
   spdlog::info("{}: {} ({}), vocab {}, context {}, parallel {}, threads {}, backend {}, drafter {}",
                o.name, o.model_dir, config.model_type, info.vocab_size, o.context, o.parallel,
                threads, p.backend->name(),

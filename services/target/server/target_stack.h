@@ -30,6 +30,10 @@ struct TargetStackOptions {
   std::string drafter_address;            // a twinspan-drafter (split mode)
   std::string drafter_model_dir;          // or a drafter run in this process (single-process mode)
   std::string head_variant = "two-span";  // of the in-process drafter
+  // Split mode: the drafter checkpoint whose fc + hidden_norm this target applies before sending
+  // tap rows (fused form, 5x fewer bytes for five taps); empty sends raw rows.
+  std::string fuse_taps_drafter_dir;
+  bool bf16_taps = false;  // split mode: tap rows as BF16 (half the bytes)
   absl::Duration draft_timeout = absl::Milliseconds(500);
   int max_waiting = 64;
   int64_t max_prompt_tokens = 0;  // 0: context - 1

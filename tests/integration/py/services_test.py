@@ -24,6 +24,7 @@ BINS = {
     "target": os.environ.get("TWINSPAN_TARGET_BIN", ""),
     "drafter": os.environ.get("TWINSPAN_DRAFTER_BIN", ""),
     "router": os.environ.get("TWINSPAN_ROUTER_BIN", ""),
+    "serve": os.environ.get("TWINSPAN_SERVE_BIN", ""),
     "make_demo": os.environ.get("TWINSPAN_MAKE_DEMO_BIN", ""),
 }
 PROTO_DIR = os.environ.get("TWINSPAN_PROTO_DIR", "")
@@ -113,6 +114,7 @@ class ServicesTest(unittest.TestCase):
             with open(cls.router_config, "w") as f:
                 json.dump(config, f)
             cls.router = c.router("router", cls.router_config)
+            cls.serve = c.serve("serve", cls.models)
         except Exception:
             c.stop_all()
             raise
@@ -136,7 +138,7 @@ class ServicesTest(unittest.TestCase):
     @classmethod
     def wait_drafters(cls, timeout=30):
         deadline = time.time() + timeout
-        for t in (cls.split, cls.full, cls.inproc):
+        for t in (cls.split, cls.full, cls.inproc, cls.serve):
             while not cls.stub(t).ModelInfo(pb.ModelInfoRequest(), timeout=10).drafter_connected:
                 if time.time() > deadline:
                     raise AssertionError("%s never connected to its drafter:\n%s" % (t.name, t.tail()))
@@ -178,6 +180,353 @@ class ServicesTest(unittest.TestCase):
                 got = list(pool.map(lambda r: generate(stub, r)[2].token_sha256, reqs[:streams]))
             self.assertEqual(got, solo[:streams], "streams=%d" % streams)
         self.assertEqual([generate(stub, r)[2].token_sha256 for r in reqs], solo)
+
+    def test_single_process_mode_equals_plain(self):
+        # twinspan-serve: router, target and in-process drafter in one process.
+        serve = self.stub(self.serve)
+        info = serve.ModelInfo(pb.ModelInfoRequest(), timeout=10)
+        self.assertTrue(info.drafter_connected)
+        self.assertEqual(list(info.head_variants), ["two-span"])
+        for temperature, seed in ((0.0, None), (0.9, 21)):
+            req = chat_request("Once upon a time", max_tokens=40, temperature=temperature,
+                               seed=seed)
+            want_ids, want_text, want = generate(self.stub(self.plain), req)
+            ids, text, final = generate(serve, req)
+            self.assertEqual(final.token_sha256, want.token_sha256, temperature)
+            self.assertEqual((ids, text), (want_ids, want_text), temperature)
+            self.assertGreater(final.drafted, 0)
+            self.assertEqual(final.served_by, "in-process")
+            self.assertEqual(final.head_variant, "two-span")
+            off = chat_request("Once upon a time", max_tokens=40, temperature=temperature,
+                               seed=seed, draft=False)
+            _, _, plain = generate(serve, off)
+            self.assertEqual(plain.token_sha256, want.token_sha256)
+            self.assertEqual(plain.drafted, 0)
+        text = scrape(self.serve.metrics_port)
+        self.assertIn("twinspan_router_requests_total", text)
+        self.assertIn("twinspan_spec_decode_num_drafts_total", text)
+
+    # --- deadlines and cancellation ------------------------------------------------------------
+
+    def wait_router_healthy(self, router, workers=1, timeout=10):
+        stub = self.stub(router)
+        deadline = time.time() + timeout
+        while stub.GetLoad(pb.GetLoadRequest(), timeout=10).max_parallel != workers:
+            self.assertLess(time.time(), deadline, router.tail())
+            time.sleep(0.05)
+
+    def wait_idle(self, proc, timeout=10):
+        stub = self.stub(proc)
+        deadline = time.time() + timeout
+        while True:
+            load = stub.GetLoad(pb.GetLoadRequest(), timeout=10)
+            if load.running == 0 and load.waiting == 0:
+                return
+            self.assertLess(time.time(), deadline, "%s still runs %d, waits %d" % (
+                proc.name, load.running, load.waiting))
+            time.sleep(0.05)
+
+    def test_deadline_through_router_is_prompt_and_names_the_deadline(self):
+        self.wait_idle(self.split)
+        req = chat_request("a very long story", max_tokens=1000)
+        req.head_variant = "two-span"
+        req.request_id = "deadline-through-router"
+        start = time.time()
+        with self.assertRaises(grpc.RpcError) as e:
+            generate(self.stub(self.router), req, timeout=0.5)
+        elapsed = time.time() - start
+        self.assertEqual(e.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.assertIn("deadline", e.exception.details())
+        self.assertIn("set by the client", e.exception.details())
+        self.assertIn("deadline-through-router", e.exception.details())
+        self.assertLess(elapsed, 1.5)
+        self.wait_idle(self.split, timeout=5)
+        # The target alone names it too.
+        req.request_id = "deadline-at-target"
+        with self.assertRaises(grpc.RpcError) as e:
+            generate(self.stub(self.split), req, timeout=0.5)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.assertIn("deadline-at-target", e.exception.details())
+        self.wait_idle(self.split, timeout=5)
+
+    def test_cancelled_client_frees_the_target_stream(self):
+        self.wait_idle(self.split)
+        req = chat_request("another very long story", max_tokens=1000)
+        req.head_variant = "two-span"
+        req.request_id = "cancel-through-router"
+        call = self.stub(self.router).Generate(req, timeout=120)
+        next(call)
+        next(call)
+        self.assertEqual(self.stub(self.split).GetLoad(pb.GetLoadRequest(), timeout=10).running,
+                         1)
+        call.cancel()
+        self.wait_idle(self.split, timeout=5)
+        deadline = time.time() + 5
+        while "[cancel-through-router] finished" not in open(self.split.log_path).read():
+            self.assertLess(time.time(), deadline, self.split.tail())
+            time.sleep(0.05)
+        self.assertIn("reason abort", [l for l in open(self.split.log_path)
+                                         if "[cancel-through-router] finished" in l][0])
+
+    def silent_drafter(self):
+        """A Drafter server that completes the handshake and then never proposes, so every round
+        of a drafted stream waits out --draft-timeout-ms: a request that holds its slot."""
+        from concurrent import futures
+        from twinspan.v1 import drafter_pb2 as dpb, drafter_pb2_grpc as dpb_grpc
+        info = self.stub(self.plain).ModelInfo(pb.ModelInfoRequest(), timeout=10)
+
+        class Silent(dpb_grpc.DrafterServicer):
+            def Draft(self, requests, context):
+                for r in requests:
+                    if r.HasField("hello"):
+                        yield dpb.DraftReply(hello_ack=dpb.HelloAck(
+                            protocol=dpb.DRAFT_PROTOCOL_V1, vocab_size=info.vocab_size,
+                            tokenizer_sha256=info.tokenizer_sha256,
+                            target_fingerprint=info.checkpoint_fingerprint, block_size=4,
+                            head_variant="silent", max_streams=8, target_layer_ids=[0],
+                            tap_form=dpb.TAP_FORM_RAW, tap_dtype=dpb.DTYPE_F32))
+
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        dpb_grpc.add_DrafterServicer_to_server(Silent(), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        return server, "127.0.0.1:%d" % port
+
+    def test_cancel_reaches_a_queued_request_at_once(self):
+        # One live stream, held by a drafter that never answers: a second request waits in the
+        # target's queue, streaming nothing, so only the router's cancel hook (not a later read)
+        # can tell the target it is gone.
+        c = self.cluster
+        silent, silent_address = self.silent_drafter()
+        target = c.target("target-one-slot", self.models, drafter=silent_address, parallel=1)
+        deadline = time.time() + 20
+        while not self.stub(target).ModelInfo(pb.ModelInfoRequest(), timeout=10).drafter_connected:
+            self.assertLess(time.time(), deadline, target.tail())
+            time.sleep(0.05)
+        config = os.path.join(self.work, "router-one-slot.json")
+        with open(config, "w") as f:
+            json.dump({"pools": [{"variant": "none", "weight": 1, "workers": [target.address]}],
+                       "health_interval_ms": 200}, f)
+        router = c.router("router-one-slot", config)
+        self.wait_router_healthy(router)
+        stub = self.stub(router)
+        busy = chat_request("keep the slot busy", max_tokens=1000)
+        busy.request_id = "slot-holder"
+        holder = stub.Generate(busy, timeout=120)
+        next(holder)
+        queued = chat_request("wait in line", max_tokens=8, draft=False)
+        queued.request_id = "queued-then-cancelled"
+        call = stub.Generate(queued, timeout=120)
+        deadline = time.time() + 10
+        while self.stub(target).GetLoad(pb.GetLoadRequest(), timeout=10).waiting != 1:
+            self.assertLess(time.time(), deadline, target.tail())
+            time.sleep(0.02)
+        call.cancel()
+        deadline = time.time() + 2
+        while "[queued-then-cancelled] call cancelled" not in open(target.log_path).read():
+            self.assertLess(time.time(), deadline, "the target never heard of the cancel:\n" +
+                            target.tail())
+            time.sleep(0.02)
+        self.assertNotIn("[slot-holder] finished", open(target.log_path).read())
+        holder.cancel()
+        self.wait_idle(target, timeout=10)
+        router.stop()
+        target.stop()
+        silent.stop(0)
+
+    def test_server_side_request_limit_names_the_flag(self):
+        t = self.cluster.target("target-limited", self.models, extra=("--max-request-seconds",
+                                                                       "0.4"))
+        req = chat_request("go on and on", max_tokens=1000)
+        start = time.time()
+        with self.assertRaises(grpc.RpcError) as e:
+            generate(self.stub(t), req)  # no client deadline
+        self.assertEqual(e.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.assertIn("--max-request-seconds", e.exception.details())
+        self.assertLess(time.time() - start, 2.0)
+        self.wait_idle(t, timeout=5)
+        t.stop()
+
+    # --- request ids, retries, drain -------------------------------------------------------------
+
+    def test_request_id_in_all_three_services_logs(self):
+        req = chat_request("trace me", max_tokens=6)
+        req.head_variant = "two-span"
+        req.request_id = "trace-all-three"
+        generate(self.stub(self.router), req)
+        time.sleep(0.2)
+        for proc in (self.router, self.split, self.drafter):
+            self.assertIn("[trace-all-three]", open(proc.log_path).read(), proc.name)
+
+    def fake_worker(self, mode):
+        """A Serving server that looks healthy but fails every Generate with UNAVAILABLE, before
+        streaming anything ("refuse") or after one chunk ("stream-then-fail")."""
+        from concurrent import futures
+
+        class Fake(pb_grpc.ServingServicer):
+            generates = 0
+
+            def GetLoad(self, request, context):
+                return pb.GetLoadResponse(max_parallel=1)
+
+            def Generate(self, request, context):
+                Fake.generates += 1
+                if mode == "stream-then-fail":
+                    yield pb.GenerateResponse(request_id=request.request_id,
+                                              chunk=pb.GenerateChunk(text="x", ids=[1]))
+                context.abort(grpc.StatusCode.UNAVAILABLE, "fake worker: " + mode)
+
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        pb_grpc.add_ServingServicer_to_server(Fake(), server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        return server, "127.0.0.1:%d" % port, Fake
+
+    def test_retries_only_before_anything_was_streamed(self):
+        c = self.cluster
+        for mode in ("refuse", "stream-then-fail"):
+            server, address, fake = self.fake_worker(mode)
+            config = os.path.join(self.work, "router-%s.json" % mode)
+            with open(config, "w") as f:  # the fake first: with equal loads it is picked first
+                json.dump({"pools": [{"variant": "none", "weight": 1,
+                                      "workers": [address, self.plain.address]}],
+                           "health_interval_ms": 100, "max_retries": 1}, f)
+            router = c.router("router-" + mode, config)
+            self.wait_router_healthy(router, workers=2)
+            stub = self.stub(router)
+            req = chat_request("retry me", max_tokens=8, draft=False)
+            req.request_id = "retry-" + mode
+            if mode == "refuse":
+                _, _, final = generate(stub, req)
+                self.assertEqual(final.served_by, self.plain.address)
+                self.assertEqual(fake.generates, 1)
+                self.assertEqual(metric_sum(scrape(router.metrics_port),
+                                            "twinspan_router_retries_total"), 1)
+            else:
+                chunks = []
+                with self.assertRaises(grpc.RpcError) as e:
+                    generate(stub, req, on_chunk=chunks.append)
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                self.assertIn("fake worker", e.exception.details())
+                self.assertEqual(len(chunks), 1)
+                self.assertEqual(fake.generates, 1)
+                self.assertNotIn("[retry-stream-then-fail]", open(self.plain.log_path).read())
+                self.assertEqual(metric_sum(scrape(router.metrics_port),
+                                            "twinspan_router_retries_total"), 0)
+            router.stop()
+            server.stop(0)
+
+    def test_sigterm_drains_target_and_router(self):
+        c = self.cluster
+        target = c.target("target-drain", self.models, parallel=1)
+        config = os.path.join(self.work, "router-drain.json")
+        with open(config, "w") as f:
+            json.dump({"pools": [{"variant": "none", "weight": 1, "workers": [target.address]}],
+                       "health_interval_ms": 100}, f)
+        router = c.router("router-drain", config)
+        self.wait_router_healthy(router)
+        req = chat_request("drain gently", max_tokens=120, draft=False)
+        _, _, want = generate(self.stub(self.plain), req)
+        ident = lambda b: b  # noqa: E731
+        for victim in (target, router):
+            results = {}
+
+            def run():
+                try:
+                    results["final"] = generate(self.stub(router), req)[2]
+                except grpc.RpcError as err:
+                    results["error"] = err
+
+            import threading
+            thread = threading.Thread(target=run)
+            thread.start()
+            deadline = time.time() + 10
+            while self.stub(target).GetLoad(pb.GetLoadRequest(), timeout=10).running != 1:
+                self.assertLess(time.time(), deadline, target.tail())
+                time.sleep(0.01)
+            victim.proc.send_signal(__import__("signal").SIGTERM)
+            if victim is target:
+                deadline = time.time() + 5
+                while True:  # draining: health says NOT_SERVING and new requests are refused
+                    check = grpc.insecure_channel(target.address).unary_unary(
+                        "/grpc.health.v1.Health/Check", request_serializer=ident,
+                        response_deserializer=ident)
+                    if check(b"", timeout=5) == b"\x08\x02":
+                        break
+                    self.assertLess(time.time(), deadline)
+                    time.sleep(0.02)
+                with self.assertRaises(grpc.RpcError) as e:
+                    generate(self.stub(target), chat_request("late", max_tokens=2))
+                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                self.assertIn("draining", e.exception.details())
+            thread.join(60)
+            self.assertNotIn("error", results, results.get("error"))
+            self.assertEqual(results["final"].token_sha256, want.token_sha256, victim.name)
+            self.assertEqual(victim.proc.wait(30), 0, victim.tail())
+            if victim is target:  # bring a target back for the router's turn
+                target = c.target("target-drain-2", self.models, parallel=1)
+                with open(config, "w") as f:
+                    json.dump({"pools": [{"variant": "none", "weight": 1,
+                                          "workers": [target.address]}],
+                               "health_interval_ms": 100}, f)
+                router.stop()
+                router = c.router("router-drain-2", config)
+                self.wait_router_healthy(router)
+        target.stop()
+
+    # --- fused and bf16 taps ---------------------------------------------------------------------
+
+    def test_fused_and_bf16_taps_equal_plain(self):
+        c = self.cluster
+        drafter_dir = os.path.join(self.models, "drafter")
+        targets = {
+            "fused": c.target("target-fused", self.models, drafter=self.drafter.address,
+                              extra=("--fuse-taps", drafter_dir)),
+            "bf16": c.target("target-bf16", self.models, drafter=self.drafter.address,
+                             extra=("--bf16-taps",)),
+            "fused-bf16": c.target("target-fused-bf16", self.models,
+                                   drafter=self.drafter.address,
+                                   extra=("--fuse-taps", drafter_dir, "--bf16-taps")),
+        }
+        for name, t in targets.items():
+            deadline = time.time() + 30
+            while not self.stub(t).ModelInfo(pb.ModelInfoRequest(), timeout=10).drafter_connected:
+                self.assertLess(time.time(), deadline, "%s:\n%s" % (name, t.tail()))
+                time.sleep(0.1)
+        for temperature, seed in ((0.0, None), (0.8, 5)):
+            req = chat_request("Tell me about rivers.", max_tokens=32, temperature=temperature,
+                               seed=seed)
+            _, _, want = generate(self.stub(self.plain), req)
+            for name, t in targets.items():
+                _, _, final = generate(self.stub(t), req)
+                self.assertEqual(final.token_sha256, want.token_sha256, (name, temperature))
+                self.assertGreater(final.drafted, 0, name)
+                self.assertFalse(final.draft_degraded, name)
+        self.assertIn("tap rows TAP_FORM_FUSED DTYPE_BF16", open(self.drafter.log_path).read())
+        for t in targets.values():
+            t.stop()
+
+    def test_fused_taps_from_another_drafter_checkpoint_are_refused(self):
+        # A copy of the drafter with a changed config.json has another fingerprint.
+        other = os.path.join(self.work, "other-drafter")
+        shutil.copytree(os.path.join(self.models, "drafter"), other, dirs_exist_ok=True)
+        with open(os.path.join(other, "config.json")) as f:
+            config = json.load(f)
+        config["note"] = "another checkpoint"
+        with open(os.path.join(other, "config.json"), "w") as f:
+            json.dump(config, f)
+        t = self.cluster.target("target-wrong-fuser", self.models, drafter=self.drafter.address,
+                                extra=("--fuse-taps", other))
+        deadline = time.time() + 20
+        while "fuses taps with the fc + hidden_norm of drafter checkpoint" not in open(
+                t.log_path).read():
+            self.assertLess(time.time(), deadline, t.tail())
+            time.sleep(0.1)
+        self.assertFalse(self.stub(t).ModelInfo(pb.ModelInfoRequest(), timeout=10)
+                         .drafter_connected)
+        _, _, final = generate(self.stub(t), chat_request("hi", max_tokens=4))
+        self.assertEqual(final.drafted, 0)
+        t.stop()
 
     # --- drafter failure --------------------------------------------------------------------------
 

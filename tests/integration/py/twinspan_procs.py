@@ -115,6 +115,15 @@ class Cluster:
             args += ["--drafter-model", os.path.join(models, "drafter")]
         return self.start(name, "target", args + list(extra))
 
+    def serve(self, name, models, drafter=True, parallel=4, extra=()):
+        """twinspan-serve: router, target and (in-process) drafter in one process."""
+        args = ["--model", os.path.join(models, "target"), "--listen", "127.0.0.1:0",
+                "--metrics", "127.0.0.1:0", "--name", name, "--parallel", str(parallel),
+                "--threads", "1", "--context", "1024", "--draft-timeout-ms", "2000"]
+        if drafter:
+            args += ["--drafter-model", os.path.join(models, "drafter")]
+        return self.start(name, "serve", args + list(extra))
+
     def router(self, name, config_path):
         return self.start(name, "router", ["--config", config_path, "--listen", "127.0.0.1:0",
                                            "--metrics", "127.0.0.1:0"])
