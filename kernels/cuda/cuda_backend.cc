@@ -35,6 +35,10 @@ absl::Status NotYet(const char* op) {
 
 absl::Status CheckRange(const backend::Buffer& buffer, size_t offset, size_t bytes,
                         const char* what) {
+  if (dynamic_cast<const PoolBuffer*>(&buffer) == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: the buffer was not made by a CUDA backend", what));
+  }
   if (offset > buffer.bytes() || bytes > buffer.bytes() - offset) {
     return absl::InvalidArgumentError(absl::StrFormat("%s: bytes [%d, %d) leave the %d-byte buffer",
                                                       what, offset, offset + bytes,

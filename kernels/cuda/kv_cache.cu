@@ -69,6 +69,7 @@ absl::Status KvCache::Write(const Context& ctx, const int64_t* positions, int64_
   for (int64_t r0 = 0; r0 < rows; r0 += kk::kMaxRows) {
     const int64_t n = std::min<int64_t>(kk::kMaxRows, rows - r0);
     std::copy(positions + r0, positions + r0 + n, p.positions.v);
+    p.rows = static_cast<int>(n);
     p.k = k + r0 * k_stride;
     p.v = v + r0 * v_stride;
     kk::WriteKernel<<<static_cast<unsigned>(n), kk::kThreads, 0, ctx.stream>>>(p);

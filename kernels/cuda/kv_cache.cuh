@@ -46,9 +46,10 @@ class KvCache {
   int64_t row_size() const { return view_.kv_heads * view_.head_dim; }
 
   // Stores rows r < rows of keys (k + r * k_stride) and values (v + r * v_stride), row_size()
-  // floats each in device memory, at host `positions`[r]. OutOfRange naming the position and
-  // capacity for a position outside [0, capacity); InvalidArgument for a stride below row_size(),
-  // rows < 0 or a null pointer. Asynchronous on ctx.stream.
+  // floats each in device memory, at host `positions`[r]; a repeated position keeps the last row,
+  // and either every row is written or none (the twin of cpu::KvWrite). OutOfRange naming the
+  // position and capacity for a position outside [0, capacity); InvalidArgument for a stride below
+  // row_size(), rows < 0 or a null pointer. Asynchronous on ctx.stream.
   absl::Status Write(const Context& ctx, const int64_t* positions, int64_t rows, const float* k,
                      int64_t k_stride, const float* v, int64_t v_stride);
 

@@ -1,6 +1,7 @@
-// Device code of the KV cache write: one block per written row; bf16 rounding is the CPU cache's
-// bit formula (kernels/cpu/kv_cache.cc via common/safetensors/half.h), not __float2bfloat16, so NaN
-// payloads come out the same too.
+// Device code of the KV cache write: one block per written row (a row whose position comes again
+// later in the launch is skipped, so the last one wins as on the CPU); bf16 rounding is the CPU
+// cache's bit formula (kernels/cpu/kv_cache.cc via common/safetensors/half.h), not
+// __float2bfloat16, so NaN payloads come out the same too.
 #ifndef TWINSPAN_KERNELS_CUDA_KV_CACHE_KERNEL_CUH_
 #define TWINSPAN_KERNELS_CUDA_KV_CACHE_KERNEL_CUH_
 
@@ -22,6 +23,7 @@ struct Params {
   int64_t k_stride = 0;
   const float* v = nullptr;
   int64_t v_stride = 0;
+  int rows = 0;  // In this launch.
   HostArray<int64_t, kMaxRows> positions;
 };
 
@@ -33,6 +35,9 @@ __device__ __forceinline__ uint16_t ToBFloat16(float f) {
 
 __global__ void __launch_bounds__(kThreads) WriteKernel(const Params p) {
   const int r = blockIdx.x;
+  for (int later = r + 1; later < p.rows; ++later) {  // A repeated position keeps the last row.
+    if (p.positions.v[later] == p.positions.v[r]) return;
+  }
   const int64_t base = p.positions.v[r] * p.row_size;
   const float* k = p.k + r * p.k_stride;
   const float* v = p.v + r * p.v_stride;

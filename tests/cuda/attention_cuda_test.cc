@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/kv_cache.h"
+#include "kernels/cpu/kv_write.h"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/kv_cache.cuh"
 #include "tests/cuda/cuda_test_util.h"
@@ -75,12 +76,12 @@ std::vector<float> RawCache(const KvCache& cache, bool keys) {
 
 class KvCacheCudaTest : public ::testing::TestWithParam<cpu::KvDtype> {};
 
-TEST_P(KvCacheCudaTest, WritesTheCpuCachesBitsAtScatteredPositions) {
+TEST_P(KvCacheCudaTest, WritesTheCpuKvWritesBitsAtScatteredAndRepeatedPositions) {
   const int64_t capacity = 300, kv_heads = 2, head_dim = 64, row = kv_heads * head_dim;
   auto host = cpu::KvCache::Create(GetParam(), capacity, kv_heads, head_dim);
   auto device = KvCache::Create(GetParam(), capacity, kv_heads, head_dim, nullptr);
   ASSERT_TRUE(host.ok() && device.ok());
-  const std::vector<int64_t> positions = {5, 0, 130, 131, 299, 128};
+  const std::vector<int64_t> positions = {5, 0, 130, 131, 299, 128, 130};  // 130 twice: last wins.
   const int64_t rows = positions.size(), stride = row + 10;
   std::vector<float> k = RandomFloats(rows * stride, 81, 10.0f);
   std::vector<float> v = RandomFloats(rows * stride, 82, 10.0f);
@@ -94,9 +95,8 @@ TEST_P(KvCacheCudaTest, WritesTheCpuCachesBitsAtScatteredPositions) {
                             3.4e38f,
                             1e-40f};
   for (size_t i = 0; i < std::size(specials); ++i) k[i] = v[stride + i] = specials[i];
-  for (int64_t r = 0; r < rows; ++r) {
-    ASSERT_TRUE(host->Write(positions[r], &k[r * stride], &v[r * stride]).ok());
-  }
+  ASSERT_TRUE(
+      cpu::KvWrite({}, *host, positions.data(), rows, k.data(), stride, v.data(), stride).ok());
   DeviceArray<float> dk(k), dv(v);
   ASSERT_TRUE(
       (*device)->Write({}, positions.data(), rows, dk.get(), stride, dv.get(), stride).ok());
@@ -132,6 +132,10 @@ TEST(KvCacheCudaTest, RefusesBadArguments) {
   absl::Status s = (*cache)->Write({}, outside, 1, k.get(), 128, v.get(), 128);
   EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
   EXPECT_NE(s.message().find("position 10"), std::string::npos) << s;
+  const int64_t one_outside[] = {3, 10};  // All or none: refused before any row is written.
+  DeviceArray<float> k2(256), v2(256);
+  EXPECT_TRUE(
+      absl::IsOutOfRange((*cache)->Write({}, one_outside, 2, k2.get(), 128, v2.get(), 128)));
   const int64_t fine[] = {3};
   EXPECT_TRUE(absl::IsInvalidArgument((*cache)->Write({}, fine, 1, k.get(), 127, v.get(), 128)));
   EXPECT_TRUE(absl::IsInvalidArgument((*cache)->Write({}, fine, 1, nullptr, 128, v.get(), 128)));

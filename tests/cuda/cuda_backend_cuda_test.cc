@@ -1,9 +1,10 @@
 // GPU tests of the CUDA backend (kernels/cuda/cuda_backend.h): its memory calls and their errors,
 // the ops whose CUDA twin is missing (Unimplemented, listed here so nothing hides them), foreign
-// handles, EXL3 weights and column views through UploadLinear, and one attention + MLP layer
-// issued op by op on the backend against the same ops on the CPU twins. Tolerances: the layer's
-// logits rel_fro <= 1e-5 against the CPU ops with f32 and with bf16 K/V; EXL3 rel_fro <= 1e-5
-// (docs/cuda.md); a column view bit-equal to its parent's columns; TopK exact. Needs a GPU.
+// handles, EXL3 weights and column views through UploadLinear, and backend parity: one attention
+// + MLP layer issued op by op, the same code on NewCpuBackend and on the CUDA backend, over a
+// prompt and then a verify window. Tolerances: the layer's logits rel_fro <= 1e-5 between the
+// backends with f32 and with bf16 K/V; EXL3 rel_fro <= 1e-5 (docs/cuda.md); a column view
+// bit-equal to its parent's columns; TopK exact. Needs a GPU.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -15,12 +16,12 @@
 #include "common/safetensors/half.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/kv_cache.h"
 #include "kernels/cpu/linear.h"
-#include "kernels/cpu/rms_norm.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/rope.h"
-#include "kernels/cpu/swiglu.h"
 #include "kernels/cpu/topk.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -99,7 +100,7 @@ class ForeignLinear : public backend::LinearHandle {
   int64_t out_features() const override { return 4; }
 };
 
-TEST(CudaBackendTest, RefusesHandlesItDidNotMake) {
+TEST(CudaBackendTest, RefusesHandlesAndBuffersItDidNotMake) {
   auto b = NewBackend();
   ASSERT_NE(b, nullptr);
   auto x = b->Allocate(64);
@@ -107,6 +108,17 @@ TEST(CudaBackendTest, RefusesHandlesItDidNotMake) {
   ForeignLinear foreign;
   absl::Status s = b->Linear((*x)->floats(), 4, 1, foreign, (*x)->floats(), 4);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  const std::unique_ptr<backend::Backend> c = cpu::NewCpuBackend(nullptr);
+  auto host = c->Allocate(64);
+  ASSERT_TRUE(host.ok());
+  float f[4] = {};
+  EXPECT_TRUE(absl::IsInvalidArgument(b->Upload(**host, 0, f, 16)));
+  EXPECT_TRUE(absl::IsInvalidArgument(b->Download(f, **host, 0, 16)));
+  auto cpu_kv = c->NewKvCache(cpu::KvDtype::kF32, 4, 1, 4);
+  ASSERT_TRUE(cpu_kv.ok());
+  const int64_t p0[] = {0};
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(b->KvWrite(**cpu_kv, p0, (*x)->floats(), 4, (*x)->floats(), 4)));
 }
 
 TEST(CudaBackendTest, Exl3WeightsAndColumnViewsMatchTheCpuOp) {
@@ -183,7 +195,9 @@ struct Layer {
     gate_up = Dense(2 * kMlp, kHidden, 207);
     down = Dense(kHidden, kMlp, 208);
     head = Dense(kVocab, kHidden, 209);
-    for (auto* w : {&norm1, &norm2, &final_norm}) *w = RandomFloats(kHidden, 210 + w->size(), 1.5f);
+    norm1 = RandomFloats(kHidden, 210, 1.5f);
+    norm2 = RandomFloats(kHidden, 211, 1.5f);
+    final_norm = RandomFloats(kHidden, 212, 1.5f);
     q_norm = RandomFloats(kHeadDim, 214, 1.5f);
     k_norm = RandomFloats(kHeadDim, 215, 1.5f);
     shape.num_heads = kHeads;
@@ -192,49 +206,6 @@ struct Layer {
     shape.scale = 0.125f;
   }
 };
-
-// The layer on the CPU twins: logits [rows, vocab] for `ids` at positions first..first+rows-1.
-std::vector<float> CpuLayer(const Layer& l, cpu::KvCache& kv, const std::vector<int32_t>& ids,
-                            int64_t first) {
-  const int64_t rows = ids.size(), qw = kHeads * kHeadDim, kw = kKvHeads * kHeadDim;
-  std::vector<int64_t> positions(rows);
-  for (int64_t r = 0; r < rows; ++r) positions[r] = first + r;
-  std::vector<float> cos(rows * kHeadDim / 2), sin(cos.size());
-  EXPECT_TRUE(cpu::RopeAngles(positions.data(), rows, kHeadDim, 1e6, cos.data(), sin.data()).ok());
-  std::vector<float> h(rows * kHidden), x(rows * kHidden), q(rows * qw), g(rows * qw), k(rows * kw),
-      v(rows * kw), a(rows * qw), o(rows * kHidden), gu(rows * 2 * kMlp), act(rows * kMlp),
-      logits(rows * kVocab);
-  EXPECT_TRUE(cpu::Embedding({}, l.embedding, ids.data(), rows, h.data()).ok());
-  EXPECT_TRUE(cpu::RmsNorm({}, h.data(), rows, kHidden, l.norm1.data(), 1e-6f, x.data()).ok());
-  EXPECT_TRUE(cpu::Linear({}, x.data(), rows, l.q, q.data()).ok());
-  EXPECT_TRUE(cpu::Linear({}, x.data(), rows, l.gate, g.data()).ok());
-  EXPECT_TRUE(cpu::Linear({}, x.data(), rows, l.k, k.data()).ok());
-  EXPECT_TRUE(cpu::Linear({}, x.data(), rows, l.v, v.data()).ok());
-  EXPECT_TRUE(
-      cpu::RmsNorm({}, q.data(), rows * kHeads, kHeadDim, l.q_norm.data(), 1e-6f, q.data()).ok());
-  EXPECT_TRUE(
-      cpu::RmsNorm({}, k.data(), rows * kKvHeads, kHeadDim, l.k_norm.data(), 1e-6f, k.data()).ok());
-  EXPECT_TRUE(
-      cpu::Rope({}, q.data(), qw, rows, kHeads, kHeadDim, kHeadDim, cos.data(), sin.data()).ok());
-  EXPECT_TRUE(
-      cpu::Rope({}, k.data(), kw, rows, kKvHeads, kHeadDim, kHeadDim, cos.data(), sin.data()).ok());
-  for (int64_t r = 0; r < rows; ++r) EXPECT_TRUE(kv.Write(first + r, &k[r * kw], &v[r * kw]).ok());
-  EXPECT_TRUE(cpu::Attention({}, l.shape, q.data(), qw, positions.data(), rows, kv, first + rows,
-                             a.data(), qw)
-                  .ok());
-  for (int64_t i = 0; i < rows * qw; ++i) a[i] = a[i] * (1.0f / (1.0f + std::exp(-g[i])));
-  EXPECT_TRUE(cpu::Linear({}, a.data(), rows, l.o, o.data()).ok());
-  for (int64_t i = 0; i < rows * kHidden; ++i) h[i] = h[i] + o[i];
-  EXPECT_TRUE(cpu::RmsNorm({}, h.data(), rows, kHidden, l.norm2.data(), 1e-6f, x.data()).ok());
-  EXPECT_TRUE(cpu::Linear({}, x.data(), rows, l.gate_up, gu.data()).ok());
-  EXPECT_TRUE(
-      cpu::SwiGlu({}, gu.data(), gu.data() + kMlp, 2 * kMlp, rows, kMlp, act.data(), kMlp).ok());
-  EXPECT_TRUE(cpu::Linear({}, act.data(), rows, l.down, o.data()).ok());
-  for (int64_t i = 0; i < rows * kHidden; ++i) h[i] = h[i] + o[i];
-  EXPECT_TRUE(cpu::RmsNorm({}, h.data(), rows, kHidden, l.final_norm.data(), 1e-6f, x.data()).ok());
-  EXPECT_TRUE(cpu::Linear({}, x.data(), rows, l.head, logits.data()).ok());
-  return logits;
-}
 
 // The layer's weights on a backend.
 struct BackendLayer {
@@ -260,7 +231,7 @@ struct BackendLayer {
   }
 };
 
-// The same ops through `b`; any failed op fails the test.
+// The layer op by op through `b`; any failed op fails the test. Returns the logits.
 std::vector<float> BackendRun(backend::Backend& b, const Layer& l, const BackendLayer& w,
                               backend::KvCacheHandle& kv, const std::vector<int32_t>& ids,
                               int64_t first) {
@@ -330,20 +301,22 @@ std::vector<float> BackendRun(backend::Backend& b, const Layer& l, const Backend
 
 class CudaBackendLayerTest : public ::testing::TestWithParam<cpu::KvDtype> {};
 
-TEST_P(CudaBackendLayerTest, PromptThenVerifyWindowMatchesTheCpuOps) {
+TEST_P(CudaBackendLayerTest, PromptThenVerifyWindowMatchesTheCpuBackend) {
   auto b = NewBackend();
   ASSERT_NE(b, nullptr);
+  cpu::ThreadPool pool(2);
+  const std::unique_ptr<backend::Backend> c = cpu::NewCpuBackend(&pool);
   const Layer layer;
-  const BackendLayer weights(*b, layer);
-  auto cpu_kv = cpu::KvCache::Create(GetParam(), kContext, kKvHeads, kHeadDim);
+  const BackendLayer weights(*b, layer), cpu_weights(*c, layer);
+  auto cpu_kv = c->NewKvCache(GetParam(), kContext, kKvHeads, kHeadDim);
   auto gpu_kv = b->NewKvCache(GetParam(), kContext, kKvHeads, kHeadDim);
   ASSERT_TRUE(cpu_kv.ok() && gpu_kv.ok()) << gpu_kv.status();
   const std::vector<int32_t> prompt = {5, 17, 999, 0, 3, 3, 250, 251, 600, 42, 7, 8};
   const std::vector<int32_t> window = {11, 12, 13, 14};
-  const auto cpu_prompt = CpuLayer(layer, *cpu_kv, prompt, 0);
+  const auto cpu_prompt = BackendRun(*c, layer, cpu_weights, **cpu_kv, prompt, 0);
   const auto gpu_prompt = BackendRun(*b, layer, weights, **gpu_kv, prompt, 0);
   EXPECT_LE(RelFro(gpu_prompt, cpu_prompt), 1e-5);
-  const auto cpu_window = CpuLayer(layer, *cpu_kv, window, prompt.size());
+  const auto cpu_window = BackendRun(*c, layer, cpu_weights, **cpu_kv, window, prompt.size());
   const auto gpu_window = BackendRun(*b, layer, weights, **gpu_kv, window, prompt.size());
   EXPECT_LE(RelFro(gpu_window, cpu_window), 1e-5);
   EXPECT_TRUE(b->Synchronize().ok());

@@ -2,13 +2,14 @@
 // random inputs, outputs poisoned first, strided rows with their gaps checked untouched.
 // Tolerances: Rope and Add bit for bit (the same correctly rounded fp32 steps, no fma on either
 // side on x86-64); SwiGlu and MulSigmoid |gpu - cpu| <= 1e-6 |cpu| + 1e-30 (CUDA's expf is within
-// 2 ulp, glibc's within 1). MulSigmoid's CPU reference is the CPU forward's own formula,
-// x * (1 / (1 + exp(-g))) (services/target/attention_block.cc). Needs a GPU.
+// 2 ulp, glibc's within 1). Needs a GPU.
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/add.h"
+#include "kernels/cpu/mul_sigmoid.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/swiglu.h"
 #include "kernels/cuda/add.cuh"
@@ -128,7 +129,7 @@ TEST(AddCudaTest, EqualsCpuSumBitForBitInPlace) {
   const int64_t n = 100003;
   const std::vector<float> a = RandomFloats(n, 51, 100.0f), b = RandomFloats(n, 52, 1e-3f);
   std::vector<float> want(n);
-  for (int64_t i = 0; i < n; ++i) want[i] = a[i] + b[i];
+  ASSERT_TRUE(cpu::Add({}, a.data(), b.data(), n, want.data()).ok());
   DeviceArray<float> da(a), db(b), out(n);
   out.Poison();
   ASSERT_TRUE(Add({}, da.get(), db.get(), n, out.get()).ok());
@@ -140,18 +141,14 @@ TEST(AddCudaTest, EqualsCpuSumBitForBitInPlace) {
   EXPECT_TRUE(absl::IsInvalidArgument(Add({}, nullptr, db.get(), 4, out.get())));
 }
 
-TEST(MulSigmoidCudaTest, MatchesTheCpuForwardsGateAndLeavesGapsAlone) {
+TEST(MulSigmoidCudaTest, MatchesCpuAndLeavesTheGateAlone) {
   const int64_t rows = 23, dim = 512, x_stride = 2 * dim, gate_stride = 2 * dim;
   // Per head [query, gate] as Qwen3.5's q_proj lays them out: x and gate interleave.
   std::vector<float> x = RandomFloats(rows * x_stride, 61, 3.0f);
   const std::vector<float> before = x;
   std::vector<float> want = x;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t i = 0; i < dim; ++i) {
-      const float g = x[r * gate_stride + dim + i];
-      want[r * x_stride + i] = x[r * x_stride + i] * (1.0f / (1.0f + std::exp(-g)));
-    }
-  }
+  ASSERT_TRUE(
+      cpu::MulSigmoid({}, want.data(), x_stride, want.data() + dim, gate_stride, rows, dim).ok());
   DeviceArray<float> dx(x);
   ASSERT_TRUE(MulSigmoid({}, dx.get(), x_stride, dx.get() + dim, gate_stride, rows, dim).ok());
   EXPECT_CUDA_CLEAN();

@@ -10,5 +10,6 @@ if(TARGET twinspan_cuda)
       twinspan_sampler)
   endforeach()
   target_sources(cuda_backend_cuda_test PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit/formats_exl3_fixture.cc)
-  target_link_libraries(cuda_backend_cuda_test PRIVATE twinspan_safetensors twinspan_exl3)
+  target_link_libraries(cuda_backend_cuda_test PRIVATE twinspan_cpu_backend twinspan_safetensors
+    twinspan_exl3)
 endif()
