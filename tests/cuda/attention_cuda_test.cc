@@ -4,12 +4,14 @@
 // element |gpu - cpu| <= 1e-4 |cpu| + 1e-6 (only the order of the dot products and sums and the
 // expf ulps differ); row invariance bit for bit for 1..64 rows and between the one-block-per-row
 // and block-per-chunk strategies. Needs a GPU: scripts/gpu-check.sh runs it.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <limits>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -98,10 +100,24 @@ TEST_P(KvCacheCudaTest, WritesTheCpuKvWritesBitsAtScatteredAndRepeatedPositions)
   ASSERT_TRUE(
       cpu::KvWrite({}, *host, positions.data(), rows, k.data(), stride, v.data(), stride).ok());
   DeviceArray<float> dk(k), dv(v);
+  const KvCacheView& view = (*device)->view();
+  const size_t storage = capacity * row * (GetParam() == cpu::KvDtype::kF32 ? 4 : 2);
+  ASSERT_EQ(cudaMemset(const_cast<void*>(view.k), 0xFF, storage), cudaSuccess);  // Poison.
+  ASSERT_EQ(cudaMemset(const_cast<void*>(view.v), 0xFF, storage), cudaSuccess);
   ASSERT_TRUE(
       (*device)->Write({}, positions.data(), rows, dk.get(), stride, dv.get(), stride).ok());
   EXPECT_CUDA_CLEAN();
   const std::vector<float> gk = RawCache(**device, true), gv = RawCache(**device, false);
+  // Positions not written keep the poison (bf16 0xFFFF widens to 0xFFFF0000).
+  const uint32_t poison = GetParam() == cpu::KvDtype::kF32 ? 0xFFFFFFFFu : 0xFFFF0000u;
+  size_t stray = 0;
+  for (int64_t p = 0; p < capacity; ++p) {
+    if (std::find(positions.begin(), positions.end(), p) != positions.end()) continue;
+    for (int64_t i = 0; i < row; ++i) {
+      stray += testing::Bits(gk[p * row + i]) != poison || testing::Bits(gv[p * row + i]) != poison;
+    }
+  }
+  EXPECT_EQ(stray, 0u);
   std::vector<float> want(head_dim);
   size_t bad = 0;
   for (int64_t p : positions) {
@@ -151,6 +167,13 @@ struct AttentionCase {
   cpu::AttentionMask mask;
   int64_t window, num_keys, rows;
 };
+
+void PrintTo(const AttentionCase& c, std::ostream* os) {
+  *os << c.heads << "/" << c.kv_heads << " heads x " << c.head_dim
+      << (c.dtype == cpu::KvDtype::kBF16 ? " bf16" : " f32")
+      << (c.mask == cpu::AttentionMask::kCausal ? " causal" : " full") << " window " << c.window
+      << ", " << c.num_keys << " keys, " << c.rows << " rows";
+}
 
 cpu::AttentionShape ShapeOf(const AttentionCase& c) {
   cpu::AttentionShape s;

@@ -5,6 +5,7 @@
 // 2 ulp, glibc's within 1). Needs a GPU.
 #include <cmath>
 #include <cstdint>
+#include <ostream>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -30,6 +31,11 @@ using testing::RandomFloats;
 struct RopeCase {
   int64_t rows, heads, head_dim, rot_dim, pad;
 };
+
+void PrintTo(const RopeCase& c, std::ostream* os) {
+  *os << c.rows << " rows, " << c.heads << " heads x " << c.head_dim << ", rot_dim " << c.rot_dim
+      << ", pad " << c.pad;
+}
 
 class RopeCudaTest : public ::testing::TestWithParam<RopeCase> {};
 

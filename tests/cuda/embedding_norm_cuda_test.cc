@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -126,6 +127,10 @@ TEST(EmbeddingCudaTest, RefusesBadArguments) {
 struct NormCase {
   int64_t dim, x_pad, y_pad;  // Strides are dim + pad.
 };
+
+void PrintTo(const NormCase& c, std::ostream* os) {
+  *os << "dim " << c.dim << ", pads " << c.x_pad << "/" << c.y_pad;
+}
 
 std::vector<float> CpuNorm(const std::vector<float>& x, int64_t x_stride, int64_t rows, int64_t dim,
                            const std::vector<float>& w, float eps, int64_t y_stride) {

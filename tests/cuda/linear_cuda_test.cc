@@ -4,6 +4,7 @@
 // bit for bit for 1..64 rows and between 16-byte and scalar input loads. Needs a GPU.
 #include <cmath>
 #include <cstdint>
+#include <ostream>
 #include <vector>
 
 #include "common/safetensors/half.h"
@@ -25,6 +26,10 @@ struct LinearCase {
   int64_t n, k;
   DenseDtype dtype;
 };
+
+void PrintTo(const LinearCase& c, std::ostream* os) {
+  *os << "[" << c.n << ", " << c.k << "] dtype " << static_cast<int>(c.dtype);
+}
 
 cpu::LinearWeight MakeWeight(const LinearCase& c) {
   std::vector<float> w = RandomFloats(c.n * c.k, 101 + c.n + c.k, 0.1f);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <ostream>
 #include <random>
 #include <span>
 #include <vector>
@@ -48,6 +49,10 @@ struct TopKCase {
   int64_t rows, cols, k;
   int levels;
 };
+
+void PrintTo(const TopKCase& c, std::ostream* os) {
+  *os << c.rows << " x " << c.cols << ", k " << c.k << ", levels " << c.levels;
+}
 
 class TopKCudaTest : public ::testing::TestWithParam<TopKCase> {};
 
@@ -138,6 +143,10 @@ struct SampleCase {
   int levels;
   int positions;  // Draws per params.
 };
+
+void PrintTo(const SampleCase& c, std::ostream* os) {
+  *os << "vocab " << c.vocab << ", sigma " << c.sigma << ", levels " << c.levels;
+}
 
 class SampleCudaTest : public ::testing::TestWithParam<SampleCase> {};
 
