@@ -99,6 +99,11 @@ class CudaBackend final : public backend::Backend {
     }
     if (rows == 0 || width_bytes == 0) return absl::OkStatus();
     DeviceGuard guard(device_);
+    if (rows == 1 || (dst_pitch == width_bytes && src_pitch == width_bytes)) {  // Contiguous.
+      return CudaStatus(cudaMemcpyAsync(dst, src, width_bytes * static_cast<size_t>(rows),
+                                        cudaMemcpyDeviceToDevice, stream_),
+                        "Copy2D cudaMemcpyAsync");
+    }
     return CudaStatus(
         cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width_bytes, static_cast<size_t>(rows),
                           cudaMemcpyDeviceToDevice, stream_),

@@ -13,3 +13,12 @@ if(TARGET twinspan_cuda)
   target_link_libraries(cuda_backend_cuda_test PRIVATE twinspan_cpu_backend twinspan_safetensors
     twinspan_exl3)
 endif()
+
+# The target families on the CUDA backend against golden data (needs the target library).
+if(TARGET twinspan_cuda AND TARGET twinspan_target)
+  foreach(test target target_exl3)
+    add_executable(${test}_cuda_test ${CMAKE_CURRENT_LIST_DIR}/${test}_cuda_test.cc)
+    target_link_libraries(${test}_cuda_test PRIVATE twinspan_cuda_testing twinspan_target
+      twinspan_cpu_backend twinspan_testing)
+  endforeach()
+endif()
