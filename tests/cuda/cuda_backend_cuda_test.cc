@@ -55,10 +55,10 @@ TEST(CudaBackendTest, MemoryRoundTripsAndRefusesRangesOutsideABuffer) {
   ASSERT_TRUE(buf.ok()) << buf.status();
   EXPECT_EQ(testing::BitMismatches(Download(*b, **buf, 1000), values), 0u);
 
-  // Copy2D packs 10 rows of 30 floats out of rows of 100.
+  // Copy2D packs 10 rows of 30 floats (120 bytes) out of rows of 100 (400 bytes).
   auto packed = b->Allocate(300 * sizeof(float));
   ASSERT_TRUE(packed.ok());
-  ASSERT_TRUE(b->Copy2D((*packed)->data(), 30 * 4, (*buf)->data(), 100 * 4, 30 * 4, 10).ok());
+  ASSERT_TRUE(b->Copy2D((*packed)->data(), 120, (*buf)->data(), 400, 120, 10).ok());
   const std::vector<float> got = Download(*b, **packed, 300);
   for (int r = 0; r < 10; ++r) {
     for (int i = 0; i < 30; ++i) ASSERT_EQ(got[r * 30 + i], values[r * 100 + i]);
