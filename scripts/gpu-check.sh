@@ -23,7 +23,7 @@ if [ "${1:-}" = bundle ]; then
       bins=$(find "$build/tests/cuda" "$build/tools" -maxdepth 2 -type f -executable \
         \( -name '*_cuda_test' ! -name 'target_exl3_cuda_test' -o -name 'twinspan_gpu_bench' \) \
         2>/dev/null)
-      golden='exl3_linear hf_qwen3_tiny hf_qwen3_5_tiny/model exl3_qwen3_5_tiny' ;;
+      golden='exl3_linear hf_qwen3_tiny hf_qwen3_5_tiny exl3_qwen3_5_tiny exl3_qwen3_5_tiny_ref' ;;
     exl3-target)
       bins=$(find "$build/tests/cuda" -maxdepth 1 -type f -executable -name 'target_exl3_cuda_test')
       golden='exl3_qwen3_tiny exl3_qwen3_tiny_ref' ;;
