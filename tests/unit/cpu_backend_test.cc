@@ -39,7 +39,8 @@ std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
 }
 
 bool Same(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 class CpuBackendTest : public ::testing::Test {

@@ -57,7 +57,8 @@ class GdnBlockTest : public ::testing::Test {
     return out;
   }
   static bool Same(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    return a.size() == b.size() &&
+           (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
   }
 
   // One forward of `x` ([sum of segment rows, hidden], host) with segment s on states[s]; the

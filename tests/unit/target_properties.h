@@ -15,7 +15,7 @@
 namespace twinspan::target::testing {
 
 inline bool SameBits(const float* a, const float* b, size_t n) {
-  return std::memcmp(a, b, n * sizeof(float)) == 0;
+  return n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0;  // Empty vectors' data may be null.
 }
 
 inline std::vector<int32_t> RandomTokens(std::mt19937& rng, int64_t n, int64_t vocab) {
