@@ -12,6 +12,12 @@
 // every backend: a row's result depends on the weight's shape and its own inputs, never on how many
 // rows share the call. Backends agree with each other within each op's stated tolerance, not bit
 // for bit.
+//
+// Errors: each op returns what its twinspan::cpu op returns for bad shapes (InvalidArgument,
+// OutOfRange for a KV position past the cache). A handle or buffer from another backend is
+// InvalidArgument. The CPU backend also checks that every pointer range an op touches lies inside
+// one live buffer of that backend (InvalidArgument naming the op and argument), so a stray offset
+// in model code fails on the CPU before it can corrupt device memory.
 #ifndef TWINSPAN_KERNELS_BACKEND_BACKEND_H_
 #define TWINSPAN_KERNELS_BACKEND_BACKEND_H_
 
@@ -98,6 +104,16 @@ class Backend {
   // Waits for every op issued so far; returns the first device error.
   virtual absl::Status Synchronize() = 0;
 
+  // Conveniences over the above (not virtual). n floats; InvalidArgument for n < 0.
+  absl::StatusOr<std::unique_ptr<Buffer>> AllocateFloats(int64_t n) {
+    if (n < 0) return absl::InvalidArgumentError("AllocateFloats: negative count");
+    return Allocate(static_cast<size_t>(n) * sizeof(float));
+  }
+  // `bytes` contiguous bytes from src to dst (Copy2D of one row).
+  absl::Status Copy(void* dst, const void* src, size_t bytes) {
+    return Copy2D(dst, bytes, src, bytes, bytes, 1);
+  }
+
   // ---- weights (synchronous; the host copies may be dropped afterwards) -------------------------
   virtual absl::StatusOr<std::unique_ptr<LinearHandle>> UploadLinear(
       const cpu::LinearWeight& weight) = 0;
@@ -126,13 +142,14 @@ class Backend {
                             const float* sin) = 0;
   virtual absl::Status SwiGlu(const float* gate, const float* up, int64_t in_stride, int64_t rows,
                               int64_t dim, float* out, int64_t out_stride) = 0;
-  // out[i] = a[i] + b[i] for i < n (the residual add); out may alias a or b.
+  // out[i] = a[i] + b[i] for i < n (the residual add); out may alias a or b (cpu/add.h).
   virtual absl::Status Add(const float* a, const float* b, int64_t n, float* out) = 0;
-  // x[r, i] *= sigmoid(gate[r, i]) for `rows` rows of `dim` values (attention's output gate).
+  // x[r, i] *= sigmoid(gate[r, i]) for `rows` rows of `dim` values (attention's output gate;
+  // cpu/mul_sigmoid.h).
   virtual absl::Status MulSigmoid(float* x, int64_t x_stride, const float* gate,
                                   int64_t gate_stride, int64_t rows, int64_t dim) = 0;
-  // Writes rows' K and V (row strides k_stride / v_stride floats) at `positions`.
-  // OutOfRange naming the position past the cache's capacity.
+  // Writes rows' K and V (row strides k_stride / v_stride floats) at `positions`, all or none
+  // (cpu/kv_write.h). OutOfRange naming the position past the cache's capacity.
   virtual absl::Status KvWrite(KvCacheHandle& kv, absl::Span<const int64_t> positions,
                                const float* k, int64_t k_stride, const float* v,
                                int64_t v_stride) = 0;

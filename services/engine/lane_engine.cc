@@ -174,24 +174,38 @@ void LaneEngine::Loop() {
 }
 
 void LaneEngine::PublishLoad() {
+  std::vector<std::string> finished;
+  for (const auto& s : live_) {
+    if (s->done) finished.push_back(s->request.request_id);
+  }
+  live_.erase(std::remove_if(live_.begin(), live_.end(), [](const auto& s) { return s->done; }),
+              live_.end());
+  // Set before running_ drops, so a caller that saw the engine idle sees the final values.
+  if (metrics_ != nullptr) {
+    metrics_->SetKvCacheUsage(KvCacheUsage());
+    metrics_->SetRequestsRunning(static_cast<int>(live_.size()));
+  }
   int waiting = 0;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& s : live_) {
-      if (s->done) {
-        live_ids_.erase(s->request.request_id);
-        aborts_.erase(s->request.request_id);
-      }
+    for (const std::string& id : finished) {
+      live_ids_.erase(id);
+      aborts_.erase(id);
     }
-    live_.erase(std::remove_if(live_.begin(), live_.end(), [](const auto& s) { return s->done; }),
-                live_.end());
     running_ = static_cast<int>(live_.size());
     waiting = static_cast<int>(waiting_.size());
   }
-  if (metrics_ != nullptr) {
-    metrics_->SetRequestsRunning(static_cast<int>(live_.size()));
-    metrics_->SetRequestsWaiting(waiting);
+  if (metrics_ != nullptr) metrics_->SetRequestsWaiting(waiting);
+}
+
+double LaneEngine::KvCacheUsage() const {
+  int64_t used = 0, allocated = 0;
+  for (const auto& s : live_) {
+    if (s->sequence == nullptr) continue;
+    used += s->sequence->length();
+    allocated += model_->info().max_context;
   }
+  return allocated == 0 ? 0.0 : static_cast<double>(used) / static_cast<double>(allocated);
 }
 
 void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
@@ -393,17 +407,24 @@ void LaneEngine::RunRound() {
   }
   const double draft_seconds = Seconds(absl::Now() - draft_start);
 
-  // 2. Verify every live window. TargetModel::Forward takes one sequence, so the round runs one
-  // forward per stream back to back.
+  // 2. Verify every live window [pending, d1..dk] in one call: one forward on a batching model.
   const absl::Time verify_start = absl::Now();
-  std::vector<uint32_t> window;
+  std::vector<Stream*> verifying;
+  std::vector<std::vector<uint32_t>> windows;
   for (auto& sp : live_) {
-    Stream& s = *sp;
-    if (s.done) continue;
-    window.assign(1, s.pending);
-    window.insert(window.end(), s.drafts.begin(), s.drafts.end());
-    absl::Status status = s.sequence->Verify(window, s.tap_layer_ids, &s.window_out);
-    if (!status.ok()) Fail(s, status);
+    if (sp->done) continue;
+    verifying.push_back(sp.get());
+    windows.push_back({sp->pending});
+    windows.back().insert(windows.back().end(), sp->drafts.begin(), sp->drafts.end());
+  }
+  std::vector<VerifyJob> jobs(verifying.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    Stream& s = *verifying[i];
+    jobs[i] = VerifyJob{s.sequence.get(), windows[i], s.tap_layer_ids, &s.window_out, {}};
+  }
+  if (!jobs.empty()) model_->VerifyBatch(absl::MakeSpan(jobs));
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!jobs[i].status.ok()) Fail(*verifying[i], jobs[i].status);
   }
   const double verify_seconds = Seconds(absl::Now() - verify_start);
   if (metrics_ != nullptr) {

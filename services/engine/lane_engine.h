@@ -1,8 +1,9 @@
 // The lane engine: one thread runs rounds over every live stream. A round awaits each stream's
-// proposals, verifies its window [pending, d1..dk], samples every row with the keyed sampler,
-// accepts drafts up to the first mismatch plus one token, commits, and sends the drafter the kept
-// rows' taps. Streams are admitted between rounds. A drafter that fails or misses the deadline
-// only costs drafts: the tokens are those of plain decoding.
+// proposals, verifies every stream's window [pending, d1..dk] in one VerifierModel::VerifyBatch
+// call (one forward on the target), samples every row with the keyed sampler, accepts drafts up
+// to the first mismatch plus one token, commits, and sends the drafter the kept rows' taps. Streams
+// are admitted between rounds. A drafter that fails or misses the deadline only costs drafts: the
+// tokens are those of plain decoding.
 #ifndef TWINSPAN_SERVICES_ENGINE_LANE_ENGINE_H_
 #define TWINSPAN_SERVICES_ENGINE_LANE_ENGINE_H_
 
@@ -86,7 +87,11 @@ class LaneEngine {
   void Finish(Stream& stream, FinishReason reason);
   void Fail(Stream& stream, const absl::Status& status);
   void ReleaseDraft(Stream& stream);
+  // Drops finished streams from live_; sets the running, waiting and KV-cache gauges.
   void PublishLoad();
+  // Committed positions of the live streams over the positions their caches hold (each stream's
+  // sequence holds info().max_context); 0 without live streams.
+  double KvCacheUsage() const;
 
   const EngineOptions options_;
   const VerifierModel* model_;

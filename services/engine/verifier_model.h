@@ -49,6 +49,15 @@ class VerifierSequence {
   virtual absl::Status Commit(int64_t n_keep) = 0;
 };
 
+// One stream's window in a batched verify. Pointers and spans are not owned.
+struct VerifyJob {
+  VerifierSequence* sequence = nullptr;
+  absl::Span<const uint32_t> window;
+  absl::Span<const int64_t> tap_layer_ids;
+  WindowOutput* out = nullptr;
+  absl::Status status;  // Set by VerifyBatch: this job's result.
+};
+
 // Immutable and thread-safe after construction.
 class VerifierModel {
  public:
@@ -56,6 +65,21 @@ class VerifierModel {
   virtual const VerifierInfo& info() const = 0;
   // ResourceExhausted when the caches cannot be allocated.
   virtual absl::StatusOr<std::unique_ptr<VerifierSequence>> NewSequence() const = 0;
+
+  // Verifies every job's window as its sequence's Verify would and sets each job's status; the
+  // sequences are this model's and distinct. A model may run all windows in one forward; this
+  // default runs them one by one. A job that fails its own checks (window, context) fails alone;
+  // a failed shared forward fails every job in it.
+  virtual void VerifyBatch(absl::Span<VerifyJob> jobs) const {
+    for (VerifyJob& job : jobs) {
+      job.status = job.sequence == nullptr
+                       ? absl::InvalidArgumentError("VerifyBatch: a job without a sequence")
+                       : job.sequence->Verify(job.window,
+                                              std::vector<int64_t>(job.tap_layer_ids.begin(),
+                                                                   job.tap_layer_ids.end()),
+                                              job.out);
+    }
+  }
 };
 
 struct SamplingOptions {

@@ -1,67 +1,73 @@
 #include "services/target/attention_block.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "common/status.h"
 #include "kernels/cpu/attention.h"
-#include "kernels/cpu/rms_norm.h"
-#include "kernels/cpu/rope.h"
 
 namespace twinspan::target {
 
-absl::Status AttentionBlockForward(const cpu::Context& ctx, const AttentionBlockShape& shape,
-                                   const AttentionBlockWeights& weights, const float* x,
-                                   int64_t rows, const int64_t* positions, const float* cos,
-                                   const float* sin, cpu::KvCache& kv, float* out) {
-  const int64_t d = shape.head_dim;
-  const int64_t q_width = shape.num_heads * d;
-  const int64_t kv_width = shape.num_kv_heads * d;
+absl::StatusOr<AttentionBlockHandles> UploadAttentionBlock(backend::Backend& backend,
+                                                           const AttentionBlockWeights& w) {
+  AttentionBlockHandles h;
+  ABSL_ASSIGN_OR_RETURN(h.q_proj, backend.UploadLinear(w.q_proj));
+  ABSL_ASSIGN_OR_RETURN(h.k_proj, backend.UploadLinear(w.k_proj));
+  ABSL_ASSIGN_OR_RETURN(h.v_proj, backend.UploadLinear(w.v_proj));
+  ABSL_ASSIGN_OR_RETURN(h.o_proj, backend.UploadLinear(w.o_proj));
+  ABSL_ASSIGN_OR_RETURN(h.q_norm, backend.UploadFloats(w.q_norm));
+  ABSL_ASSIGN_OR_RETURN(h.k_norm, backend.UploadFloats(w.k_norm));
+  return h;
+}
+
+absl::Status AttentionBlockForward(backend::Backend& be, const AttentionBlockShape& shape,
+                                   const AttentionBlockHandles& w, const float* x,
+                                   const LayerRows& rows, absl::Span<LayerState* const> states,
+                                   float* out) {
+  const int64_t n = rows.rows, d = shape.head_dim, heads = shape.num_heads;
+  const int64_t q_width = heads * d, kv_width = shape.num_kv_heads * d;
   const int64_t q_proj_width = shape.output_gate ? 2 * q_width : q_width;
-  std::vector<float> q_proj(rows * q_proj_width), q(rows * q_width), k(rows * kv_width),
-      v(rows * kv_width), attn(rows * q_width);
-  ABSL_RETURN_IF_ERROR(cpu::Linear(ctx, x, rows, weights.q_proj, q_proj.data()));
-  ABSL_RETURN_IF_ERROR(cpu::Linear(ctx, x, rows, weights.k_proj, k.data()));
-  ABSL_RETURN_IF_ERROR(cpu::Linear(ctx, x, rows, weights.v_proj, v.data()));
-  if (shape.output_gate) {  // Per head: [query (d), gate (d)].
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t h = 0; h < shape.num_heads; ++h) {
-        std::memcpy(&q[r * q_width + h * d], &q_proj[r * q_proj_width + h * 2 * d],
-                    d * sizeof(float));
-      }
-    }
-  } else {
-    q.swap(q_proj);
+  ABSL_ASSIGN_OR_RETURN(auto q_proj, be.AllocateFloats(n * q_proj_width));  // [n, (q | gate)]
+  ABSL_ASSIGN_OR_RETURN(auto k, be.AllocateFloats(n * kv_width));
+  ABSL_ASSIGN_OR_RETURN(auto v, be.AllocateFloats(n * kv_width));
+  ABSL_ASSIGN_OR_RETURN(auto attn, be.AllocateFloats(n * q_width));
+  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.q_proj, q_proj->floats(), q_proj_width));
+  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.k_proj, k->floats(), kv_width));
+  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.v_proj, v->floats(), kv_width));
+  float* q = q_proj->floats();
+  std::unique_ptr<backend::Buffer> q_only;
+  if (shape.output_gate) {  // Per head [query (d), gate (d)]: gather the queries, [n * heads, d].
+    ABSL_ASSIGN_OR_RETURN(q_only, be.AllocateFloats(n * q_width));
+    q = q_only->floats();
+    ABSL_RETURN_IF_ERROR(be.Copy2D(q, d * sizeof(float), q_proj->floats(), 2 * d * sizeof(float),
+                                   d * sizeof(float), n * heads));
   }
-  ABSL_RETURN_IF_ERROR(cpu::RmsNorm(ctx, q.data(), rows * shape.num_heads, d, weights.q_norm.data(),
-                                    shape.eps, q.data()));
-  ABSL_RETURN_IF_ERROR(cpu::RmsNorm(ctx, k.data(), rows * shape.num_kv_heads, d,
-                                    weights.k_norm.data(), shape.eps, k.data()));
+  ABSL_RETURN_IF_ERROR(be.RmsNorm(q, d, n * heads, d, w.q_norm->floats(), shape.eps, q, d));
+  ABSL_RETURN_IF_ERROR(be.RmsNorm(k->floats(), d, n * shape.num_kv_heads, d, w.k_norm->floats(),
+                                  shape.eps, k->floats(), d));
   ABSL_RETURN_IF_ERROR(
-      cpu::Rope(ctx, q.data(), q_width, rows, shape.num_heads, d, shape.rotary_dim, cos, sin));
-  ABSL_RETURN_IF_ERROR(
-      cpu::Rope(ctx, k.data(), kv_width, rows, shape.num_kv_heads, d, shape.rotary_dim, cos, sin));
-  for (int64_t r = 0; r < rows; ++r) {
-    ABSL_RETURN_IF_ERROR(kv.Write(positions[r], &k[r * kv_width], &v[r * kv_width]));
+      be.Rope(q, q_width, n, heads, d, shape.rotary_dim, rows.rope_cos, rows.rope_sin));
+  ABSL_RETURN_IF_ERROR(be.Rope(k->floats(), kv_width, n, shape.num_kv_heads, d, shape.rotary_dim,
+                               rows.rope_cos, rows.rope_sin));
+  const cpu::AttentionShape attention{.num_heads = heads,
+                                      .num_kv_heads = shape.num_kv_heads,
+                                      .head_dim = d,
+                                      .scale = 1.0f / std::sqrt(static_cast<float>(d)),
+                                      .mask = cpu::AttentionMask::kCausal};
+  for (size_t s = 0; s < rows.segments.size(); ++s) {  // Each sequence over its own cache.
+    const RowSegment& seg = rows.segments[s];
+    backend::KvCacheHandle& kv = *states[s]->kv;
+    const int64_t r0 = seg.first_row;
+    ABSL_RETURN_IF_ERROR(be.KvWrite(kv, seg.positions, k->floats() + r0 * kv_width, kv_width,
+                                    v->floats() + r0 * kv_width, kv_width));
+    ABSL_RETURN_IF_ERROR(be.Attention(attention, q + r0 * q_width, q_width, seg.positions, kv,
+                                      seg.positions.back() + 1, attn->floats() + r0 * q_width,
+                                      q_width));
   }
-  cpu::AttentionShape attention_shape;
-  attention_shape.num_heads = shape.num_heads;
-  attention_shape.num_kv_heads = shape.num_kv_heads;
-  attention_shape.head_dim = d;
-  attention_shape.scale = 1.0f / std::sqrt(static_cast<float>(d));
-  attention_shape.mask = cpu::AttentionMask::kCausal;
-  ABSL_RETURN_IF_ERROR(cpu::Attention(ctx, attention_shape, q.data(), q_width, positions, rows, kv,
-                                      positions[rows - 1] + 1, attn.data(), q_width));
-  if (shape.output_gate) {
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t h = 0; h < shape.num_heads; ++h) {
-        const float* gate = &q_proj[r * q_proj_width + h * 2 * d + d];
-        float* a = &attn[r * q_width + h * d];
-        for (int64_t i = 0; i < d; ++i) a[i] = a[i] * (1.0f / (1.0f + std::exp(-gate[i])));
-      }
-    }
+  if (shape.output_gate) {  // attn *= sigmoid(gate), per head of d values.
+    ABSL_RETURN_IF_ERROR(
+        be.MulSigmoid(attn->floats(), d, q_proj->floats() + d, 2 * d, n * heads, d));
   }
-  return cpu::Linear(ctx, attn.data(), rows, weights.o_proj, out);
+  return be.Linear(attn->floats(), q_width, n, *w.o_proj, out, shape.hidden);
 }
 
 }  // namespace twinspan::target

@@ -5,12 +5,16 @@
 #define TWINSPAN_SERVICES_TARGET_ATTENTION_BLOCK_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "kernels/cpu/context.h"
-#include "kernels/cpu/kv_cache.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/backend/backend.h"
 #include "kernels/cpu/linear.h"
+#include "services/target/layer_rows.h"
+#include "services/target/sequence_state.h"
 
 namespace twinspan::target {
 
@@ -24,6 +28,7 @@ struct AttentionBlockShape {
   bool output_gate = false;  // q_proj gives [heads, 2 * head_dim]: query then gate per head.
 };
 
+// As loaded (host memory).
 struct AttentionBlockWeights {
   cpu::LinearWeight q_proj;   // [heads * head_dim (x2 with output_gate), hidden]
   cpu::LinearWeight k_proj;   // [kv_heads * head_dim, hidden]
@@ -33,14 +38,24 @@ struct AttentionBlockWeights {
   std::vector<float> k_norm;  // [head_dim]
 };
 
-// out[rows, hidden] = attention of the normed input x[rows, hidden] at absolute `positions`
-// (ascending, contiguous), after writing the rows' K/V into `kv` at those positions.
-// cos/sin: [rows, rotary_dim / 2] from cpu::RopeAngles. Errors from the ops (InvalidArgument,
-// OutOfRange for a position past the cache).
-absl::Status AttentionBlockForward(const cpu::Context& ctx, const AttentionBlockShape& shape,
-                                   const AttentionBlockWeights& weights, const float* x,
-                                   int64_t rows, const int64_t* positions, const float* cos,
-                                   const float* sin, cpu::KvCache& kv, float* out);
+// The same weights in a backend's memory.
+struct AttentionBlockHandles {
+  std::unique_ptr<backend::LinearHandle> q_proj, k_proj, v_proj, o_proj;
+  std::unique_ptr<backend::Buffer> q_norm, k_norm;
+};
+
+// Backend errors (ResourceExhausted).
+absl::StatusOr<AttentionBlockHandles> UploadAttentionBlock(backend::Backend& backend,
+                                                           const AttentionBlockWeights& weights);
+
+// out[rows, hidden] = attention of the normed input x[rows, hidden]: for each segment s, its rows'
+// K/V are written into states[s]->kv at the segment's positions, then its rows attend over that
+// cache. x and out are backend memory. Errors from the ops (InvalidArgument, OutOfRange for a
+// position past a cache).
+absl::Status AttentionBlockForward(backend::Backend& backend, const AttentionBlockShape& shape,
+                                   const AttentionBlockHandles& weights, const float* x,
+                                   const LayerRows& rows, absl::Span<LayerState* const> states,
+                                   float* out);
 
 }  // namespace twinspan::target
 

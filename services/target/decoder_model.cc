@@ -1,37 +1,68 @@
 #include "services/target/decoder_model.h"
 
-#include <algorithm>
-#include <cstring>
+#include <unordered_set>
 #include <utility>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
-#include "kernels/cpu/embedding.h"
-#include "kernels/cpu/rms_norm.h"
-#include "kernels/cpu/rope.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "services/target/forward_batch.h"
 
 namespace twinspan::target {
+namespace {
 
-DecoderModel::DecoderModel(TargetConfig config, const TargetOptions& options,
-                           cpu::EmbeddingTable embedding, std::vector<float> final_norm,
-                           cpu::LinearWeight lm_head)
-    : config_(std::move(config)),
+int64_t LogitRows(const ForwardRequest& request) {
+  const int64_t rows = static_cast<int64_t>(request.tokens.size());
+  switch (request.logits) {
+    case LogitsRows::kAll:
+      return rows;
+    case LogitsRows::kLast:
+      return rows > 0 ? 1 : 0;
+    case LogitsRows::kNone:
+      break;
+  }
+  return 0;
+}
+
+}  // namespace
+
+ModelBackend ModelBackend::For(const TargetOptions& options) {
+  ModelBackend b;
+  if (options.backend != nullptr) {
+    b.backend = options.backend;
+  } else {
+    b.owned = cpu::NewCpuBackend(options.pool);
+    b.backend = b.owned.get();
+  }
+  return b;
+}
+
+absl::StatusOr<DecoderHandles> DecoderHandles::Upload(backend::Backend& backend,
+                                                      const cpu::EmbeddingTable& embedding,
+                                                      const std::vector<float>& final_norm,
+                                                      const cpu::LinearWeight& lm_head) {
+  DecoderHandles h;
+  ABSL_ASSIGN_OR_RETURN(h.embedding, backend.UploadEmbedding(embedding));
+  ABSL_ASSIGN_OR_RETURN(h.final_norm, backend.UploadFloats(final_norm));
+  ABSL_ASSIGN_OR_RETURN(h.lm_head, backend.UploadLinear(lm_head));
+  return h;
+}
+
+DecoderModel::DecoderModel(TargetConfig config, const TargetOptions& options, ModelBackend backend,
+                           DecoderHandles weights)
+    : backend_(std::move(backend)),
+      config_(std::move(config)),
       options_(options),
-      ctx_{options.pool},
-      embedding_(std::move(embedding)),
-      final_norm_(std::move(final_norm)),
-      lm_head_(std::move(lm_head)) {}
+      weights_(std::move(weights)) {}
 
 absl::StatusOr<LayerState> DecoderModel::NewLayerState(int64_t layer) const {
   if (config_.layer_types[layer] != LayerType::kFullAttention) {
     return absl::UnimplementedError(
         absl::StrFormat("layer %d: this family has no state for its layer type", layer));
   }
-  ABSL_ASSIGN_OR_RETURN(cpu::KvCache kv,
-                        cpu::KvCache::Create(options_.kv_dtype, options_.context,
-                                             config_.num_kv_heads, config_.head_dim));
   LayerState state;
-  state.kv = std::make_unique<cpu::KvCache>(std::move(kv));
+  ABSL_ASSIGN_OR_RETURN(state.kv, backend().NewKvCache(options_.kv_dtype, options_.context,
+                                                       config_.num_kv_heads, config_.head_dim));
   return state;
 }
 
@@ -42,15 +73,23 @@ absl::Status DecoderModel::CommitLayer(int64_t, LayerState&, int64_t, int64_t) c
 absl::StatusOr<std::unique_ptr<SequenceState>> DecoderModel::NewSequence() const {
   std::vector<LayerState> layers;
   layers.reserve(config_.num_layers);
+  absl::MutexLock lock(&mu_);
   for (int64_t i = 0; i < config_.num_layers; ++i) {
-    ABSL_ASSIGN_OR_RETURN(LayerState layer, NewLayerState(i));
-    layers.push_back(std::move(layer));
+    absl::StatusOr<LayerState> layer = NewLayerState(i);
+    if (!layer.ok()) {
+      layers.clear();  // Freed under the lock.
+      return layer.status();
+    }
+    layers.push_back(*std::move(layer));
   }
-  return std::make_unique<SequenceState>(options_.context, std::move(layers));
+  return std::make_unique<SequenceState>(options_.context, std::move(layers), &mu_);
 }
 
-absl::Status DecoderModel::Forward(SequenceState& state, const ForwardRequest& request,
-                                   ForwardResult* result) const {
+absl::Status DecoderModel::CheckForward(const SequenceState& state,
+                                        const ForwardRequest& request) const {
+  if (!state.OwnedBy(&mu_)) {
+    return absl::InvalidArgumentError("the sequence state was made by another model");
+  }
   const int64_t rows = static_cast<int64_t>(request.tokens.size());
   for (int64_t id : request.tap_layer_ids) {
     if (id < 0 || id >= config_.num_layers) {
@@ -66,65 +105,83 @@ absl::Status DecoderModel::Forward(SequenceState& state, const ForwardRequest& r
                           request.tokens[r], r, config_.vocab_size));
     }
   }
-  ABSL_RETURN_IF_ERROR(state.BeginForward(rows));
-  absl::Status status = RunForward(state, request, result);
-  if (!status.ok()) {
-    // Drop the failed rows so the sequence stays usable; the forward's error is what matters.
-    Commit(state, 0).IgnoreError();
-  }
-  return status;
-}
-
-absl::Status DecoderModel::RunForward(SequenceState& state, const ForwardRequest& request,
-                                      ForwardResult* result) const {
-  const int64_t rows = static_cast<int64_t>(request.tokens.size());
-  const int64_t hidden = config_.hidden_size;
-  const int64_t half_rot = config_.rotary_dim / 2;
-  std::vector<int64_t> positions(rows);
-  for (int64_t r = 0; r < rows; ++r) positions[r] = state.length() + r;
-  std::vector<float> rope_cos(rows * half_rot), rope_sin(rows * half_rot);
-  ABSL_RETURN_IF_ERROR(cpu::RopeAngles(positions.data(), rows, config_.rotary_dim,
-                                       config_.rope_theta, rope_cos.data(), rope_sin.data()));
-  const LayerRows layer_rows{rows, positions.data(), rope_cos.data(), rope_sin.data()};
-
-  *result = ForwardResult{};
-  result->first_position = state.length();
-  result->rows = rows;
-  const int64_t n_taps = static_cast<int64_t>(request.tap_layer_ids.size());
-  result->taps.resize(rows * n_taps * hidden);
-  std::vector<float> h(rows * hidden);
-  ABSL_RETURN_IF_ERROR(cpu::Embedding(ctx_, embedding_, request.tokens.data(), rows, h.data()));
-  if (request.capture_hidden_states) {
-    result->embeddings = h;
-    result->layer_outputs.resize(config_.num_layers * rows * hidden);
-  }
-  for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
-    ABSL_RETURN_IF_ERROR(LayerForward(layer, state.layer(layer), layer_rows, h.data()));
-    if (request.capture_hidden_states) {
-      std::copy(h.begin(), h.end(), result->layer_outputs.begin() + layer * rows * hidden);
-    }
-    for (int64_t t = 0; t < n_taps; ++t) {
-      if (request.tap_layer_ids[t] != layer) continue;
-      for (int64_t r = 0; r < rows; ++r) {
-        std::memcpy(&result->taps[(r * n_taps + t) * hidden], &h[r * hidden],
-                    hidden * sizeof(float));
-      }
-    }
-  }
-  ABSL_RETURN_IF_ERROR(cpu::RmsNorm(ctx_, h.data(), rows, hidden, final_norm_.data(),
-                                    config_.rms_norm_eps, h.data()));
-  if (request.capture_hidden_states) result->final_norm = h;
-  const int64_t first_logit_row = request.logits == LogitsRows::kLast ? rows - 1 : 0;
-  result->logit_rows = request.logits == LogitsRows::kNone ? 0 : rows - first_logit_row;
-  result->logits.resize(result->logit_rows * config_.vocab_size);
-  if (result->logit_rows > 0) {
-    ABSL_RETURN_IF_ERROR(cpu::Linear(ctx_, h.data() + first_logit_row * hidden, result->logit_rows,
-                                     lm_head_, result->logits.data()));
+  ABSL_RETURN_IF_ERROR(state.CheckForward(rows));
+  const size_t logits_bytes = LogitRows(request) * config_.vocab_size * sizeof(float);
+  if (request.logits_out != nullptr && request.logits_out->bytes() < logits_bytes) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "logits_out holds %d bytes; %d logit rows of vocabulary %d need %d",
+        request.logits_out->bytes(), LogitRows(request), config_.vocab_size, logits_bytes));
   }
   return absl::OkStatus();
 }
 
+absl::Status DecoderModel::Forward(SequenceState& state, const ForwardRequest& request,
+                                   ForwardResult* result) const {
+  const SequenceForward entry{&state, &request, result};
+  return ForwardBatch(absl::MakeConstSpan(&entry, 1));
+}
+
+absl::Status DecoderModel::ForwardBatch(absl::Span<const SequenceForward> batch) const {
+  absl::MutexLock lock(&mu_);
+  std::unordered_set<const SequenceState*> seen;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const SequenceForward& e = batch[i];
+    absl::Status status =
+        e.state == nullptr || e.request == nullptr || e.result == nullptr
+            ? absl::InvalidArgumentError("a null state, request or result")
+        : !seen.insert(e.state).second
+            ? absl::InvalidArgumentError("its sequence state is already in the batch")
+            : CheckForward(*e.state, *e.request);
+    if (!status.ok()) {
+      if (batch.size() == 1) return status;
+      return absl::Status(status.code(),
+                          absl::StrFormat("batch entry %d: %s", i, status.message()));
+    }
+  }
+  for (const SequenceForward& e : batch) {
+    ABSL_RETURN_IF_ERROR(e.state->BeginForward(static_cast<int64_t>(e.request->tokens.size())));
+  }
+  absl::Status status = RunBatch(batch);
+  if (!status.ok()) {
+    // Drop the failed rows so the sequences stay usable; the forward's error is what matters.
+    for (const SequenceForward& e : batch) CommitLocked(*e.state, 0).IgnoreError();
+  }
+  return status;
+}
+
+absl::Status DecoderModel::RunBatch(absl::Span<const SequenceForward> batch) const {
+  if (batch.empty()) return absl::OkStatus();
+  backend::Backend& be = backend();
+  const int64_t hidden = config_.hidden_size;
+  BatchPlan plan;
+  ABSL_RETURN_IF_ERROR(plan.Build(be, config_, batch));
+  BatchOutputs out;
+  ABSL_RETURN_IF_ERROR(out.Build(be, config_, batch, plan));
+  ABSL_ASSIGN_OR_RETURN(auto h, be.AllocateFloats(plan.rows() * hidden));  // The residual stream.
+  ABSL_RETURN_IF_ERROR(be.Embedding(*weights_.embedding, plan.tokens(), h->floats()));
+  ABSL_RETURN_IF_ERROR(out.CaptureEmbeddings(*h));
+  for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
+    ABSL_RETURN_IF_ERROR(
+        LayerForward(layer, plan.LayerStates(layer), plan.layer_rows(), h->floats()));
+    ABSL_RETURN_IF_ERROR(out.AfterLayer(layer, *h));
+  }
+  ABSL_RETURN_IF_ERROR(be.RmsNorm(h->floats(), hidden, plan.rows(), hidden,
+                                  weights_.final_norm->floats(), config_.rms_norm_eps, h->floats(),
+                                  hidden));
+  ABSL_RETURN_IF_ERROR(out.CaptureFinalNorm(*h));
+  ABSL_RETURN_IF_ERROR(out.Logits(*h, *weights_.lm_head));
+  return out.Finish();
+}
+
 absl::Status DecoderModel::Commit(SequenceState& state, int64_t n_keep) const {
+  absl::MutexLock lock(&mu_);
+  if (!state.OwnedBy(&mu_)) {
+    return absl::InvalidArgumentError("commit of a sequence state made by another model");
+  }
+  return CommitLocked(state, n_keep);
+}
+
+absl::Status DecoderModel::CommitLocked(SequenceState& state, int64_t n_keep) const {
   if (n_keep < 0 || n_keep > state.pending()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("commit of %d rows with %d pending", n_keep, state.pending()));

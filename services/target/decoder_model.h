@@ -1,6 +1,7 @@
-// The forward every family shares: embed -> decoder layers -> final norm -> head, with taps and
-// hidden-state captures as explicit outputs. A family supplies its layers (LayerForward), their
-// per-sequence state (NewLayerState) and how a layer's state commits (CommitLayer).
+// The forward every family shares: embed -> decoder layers -> final norm -> head, over the rows of
+// one or more sequences at once, with taps and hidden-state captures as explicit outputs. A family
+// supplies its layers (LayerForward), their per-sequence state (NewLayerState) and how a layer's
+// state commits (CommitLayer); everything runs on the model's backend::Backend.
 #ifndef TWINSPAN_SERVICES_TARGET_DECODER_MODEL_H_
 #define TWINSPAN_SERVICES_TARGET_DECODER_MODEL_H_
 
@@ -8,31 +9,54 @@
 #include <memory>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/safetensors/checkpoint.h"
-#include "kernels/cpu/context.h"
+#include "kernels/backend/backend.h"
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/linear.h"
+#include "services/target/layer_rows.h"
 #include "services/target/target_model.h"
 
 namespace twinspan::target {
 
-// What a layer needs about the rows of the current forward.
-struct LayerRows {
-  int64_t rows = 0;
-  const int64_t* positions = nullptr;  // [rows], absolute, ascending, contiguous.
-  const float* rope_cos = nullptr;     // [rows, rotary_dim / 2]
-  const float* rope_sin = nullptr;
+// The backend a model runs on: the caller's, or one the model owns (TargetOptions::backend null).
+struct ModelBackend {
+  std::unique_ptr<backend::Backend> owned;
+  backend::Backend* backend = nullptr;
+
+  // options.backend, or a new CPU backend over options.pool.
+  static ModelBackend For(const TargetOptions& options);
+};
+
+// The weights every family has besides its layers, in the backend's memory.
+struct DecoderHandles {
+  std::unique_ptr<backend::EmbeddingHandle> embedding;  // [vocab, hidden]
+  std::unique_ptr<backend::Buffer> final_norm;          // [hidden], effective weights.
+  std::unique_ptr<backend::LinearHandle> lm_head;       // [vocab, hidden]
+
+  // Backend errors (ResourceExhausted).
+  static absl::StatusOr<DecoderHandles> Upload(backend::Backend& backend,
+                                               const cpu::EmbeddingTable& embedding,
+                                               const std::vector<float>& final_norm,
+                                               const cpu::LinearWeight& lm_head);
 };
 
 class DecoderModel : public TargetModel {
  public:
   const TargetConfig& config() const override { return config_; }
   absl::StatusOr<std::unique_ptr<SequenceState>> NewSequence() const override;
+  absl::Status CheckForward(const SequenceState& state,
+                            const ForwardRequest& request) const override;
   absl::Status Forward(SequenceState& state, const ForwardRequest& request,
                        ForwardResult* result) const override;
+  absl::Status ForwardBatch(absl::Span<const SequenceForward> batch) const override;
   absl::Status Commit(SequenceState& state, int64_t n_keep) const override;
-  const cpu::EmbeddingTable& embedding() const override { return embedding_; }
-  const cpu::LinearWeight& lm_head() const override { return lm_head_; }
+  const backend::EmbeddingHandle& embedding() const override { return *weights_.embedding; }
+  const backend::LinearHandle& lm_head() const override { return *weights_.lm_head; }
+  backend::Backend& backend() const override { return *backend_.backend; }
 
   // Holds the checkpoint whose memory map EXL3 weights point into, for the model's lifetime.
   void KeepAlive(std::shared_ptr<const Checkpoint> checkpoint) {
@@ -40,16 +64,16 @@ class DecoderModel : public TargetModel {
   }
 
  protected:
-  // final_norm: [hidden] effective weights; lm_head: [vocab, hidden].
-  DecoderModel(TargetConfig config, const TargetOptions& options, cpu::EmbeddingTable embedding,
-               std::vector<float> final_norm, cpu::LinearWeight lm_head);
+  DecoderModel(TargetConfig config, const TargetOptions& options, ModelBackend backend,
+               DecoderHandles weights);
 
-  // Applies decoder layer `layer` to the residual stream h[rows, hidden] in place (both residual
-  // lines), reading and writing the layer's state for the pending rows.
-  virtual absl::Status LayerForward(int64_t layer, LayerState& state, const LayerRows& rows,
-                                    float* h) const = 0;
+  // Applies decoder layer `layer` to the residual stream h[rows.rows, hidden] (backend memory) in
+  // place, both residual lines; states[s] is the layer's state of segment s's sequence. Runs under
+  // the model's lock.
+  virtual absl::Status LayerForward(int64_t layer, absl::Span<LayerState* const> states,
+                                    const LayerRows& rows, float* h) const = 0;
 
-  // Layer `layer`'s empty per-sequence state. The default gives attention layers a KvCache of
+  // Layer `layer`'s empty per-sequence state. The default gives attention layers a KV cache of
   // options.context positions and refuses other layer types (Unimplemented).
   virtual absl::StatusOr<LayerState> NewLayerState(int64_t layer) const;
 
@@ -58,20 +82,24 @@ class DecoderModel : public TargetModel {
   virtual absl::Status CommitLayer(int64_t layer, LayerState& state, int64_t n_keep,
                                    int64_t pending) const;
 
-  const cpu::Context& ctx() const { return ctx_; }
   const TargetOptions& options() const { return options_; }
 
  private:
-  absl::Status RunForward(SequenceState& state, const ForwardRequest& request,
-                          ForwardResult* result) const;
+  absl::Status CommitLocked(SequenceState& state, int64_t n_keep) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status RunBatch(absl::Span<const SequenceForward> batch) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  std::shared_ptr<const Checkpoint> checkpoint_;  // Declared first: destroyed after the weights.
+  // Constant after construction. The checkpoint comes first and the backend second so they are
+  // destroyed after every handle that points into them.
+  std::shared_ptr<const Checkpoint> checkpoint_;
+  ModelBackend backend_;
   TargetConfig config_;
   TargetOptions options_;
-  cpu::Context ctx_;
-  cpu::EmbeddingTable embedding_;
-  std::vector<float> final_norm_;
-  cpu::LinearWeight lm_head_;
+  DecoderHandles weights_;
+
+  // Serializes every use of the backend, which runs one op stream and is not thread-safe.
+  mutable absl::Mutex mu_;
 };
 
 }  // namespace twinspan::target

@@ -1,24 +1,29 @@
 #include "services/target/mlp_block.h"
 
-#include <vector>
-
 #include "common/status.h"
-#include "kernels/cpu/swiglu.h"
 
 namespace twinspan::target {
 
-absl::Status MlpBlockForward(const cpu::Context& ctx, const MlpBlockWeights& weights,
-                             const float* x, int64_t rows, float* out) {
-  const int64_t inter = weights.gate_proj.out_features();
-  const int64_t hidden = weights.gate_proj.in_features();
-  std::vector<float> gate_up(rows * 2 * inter);  // Row r: [gate (inter), up (inter)].
-  ABSL_RETURN_IF_ERROR(
-      cpu::Linear(ctx, x, hidden, rows, weights.gate_proj, gate_up.data(), 2 * inter));
-  ABSL_RETURN_IF_ERROR(
-      cpu::Linear(ctx, x, hidden, rows, weights.up_proj, gate_up.data() + inter, 2 * inter));
-  ABSL_RETURN_IF_ERROR(cpu::SwiGlu(ctx, gate_up.data(), gate_up.data() + inter, 2 * inter, rows,
-                                   inter, gate_up.data(), 2 * inter));
-  return cpu::Linear(ctx, gate_up.data(), 2 * inter, rows, weights.down_proj, out, hidden);
+absl::StatusOr<MlpBlockHandles> UploadMlpBlock(backend::Backend& backend,
+                                               const MlpBlockWeights& w) {
+  MlpBlockHandles h;
+  ABSL_ASSIGN_OR_RETURN(h.gate_proj, backend.UploadLinear(w.gate_proj));
+  ABSL_ASSIGN_OR_RETURN(h.up_proj, backend.UploadLinear(w.up_proj));
+  ABSL_ASSIGN_OR_RETURN(h.down_proj, backend.UploadLinear(w.down_proj));
+  return h;
+}
+
+absl::Status MlpBlockForward(backend::Backend& be, const MlpBlockHandles& w, const float* x,
+                             int64_t rows, float* out) {
+  const int64_t inter = w.gate_proj->out_features();
+  const int64_t hidden = w.gate_proj->in_features();
+  ABSL_ASSIGN_OR_RETURN(auto gate_up, be.AllocateFloats(rows * 2 * inter));  // [rows, (gate | up)]
+  float* gate = gate_up->floats();
+  float* up = gate + inter;
+  ABSL_RETURN_IF_ERROR(be.Linear(x, hidden, rows, *w.gate_proj, gate, 2 * inter));
+  ABSL_RETURN_IF_ERROR(be.Linear(x, hidden, rows, *w.up_proj, up, 2 * inter));
+  ABSL_RETURN_IF_ERROR(be.SwiGlu(gate, up, 2 * inter, rows, inter, gate, 2 * inter));
+  return be.Linear(gate, 2 * inter, rows, *w.down_proj, out, hidden);
 }
 
 }  // namespace twinspan::target

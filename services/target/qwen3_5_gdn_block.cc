@@ -1,103 +1,128 @@
 #include "services/target/qwen3_5_gdn_block.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_format.h"
 #include "common/status.h"
-#include "kernels/cpu/causal_conv1d.h"
-#include "kernels/cpu/gated_rms_norm.h"
 
 namespace twinspan::target {
 namespace {
 
+constexpr size_t kFloat = sizeof(float);
+
 absl::Status CheckStateSizes(const GdnBlockShape& shape, const RecurrentState& state) {
-  if (static_cast<int64_t>(state.conv.size()) != shape.conv_state_size() ||
-      static_cast<int64_t>(state.ssm.size()) != shape.ssm_state_size()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "Gated DeltaNet state has conv %d / ssm %d floats, the layer needs %d / %d",
-        state.conv.size(), state.ssm.size(), shape.conv_state_size(), shape.ssm_state_size()));
+  if (state.conv().bytes() != static_cast<size_t>(shape.conv_state_size()) * kFloat ||
+      state.ssm().bytes() != static_cast<size_t>(shape.ssm_state_size()) * kFloat) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("Gated DeltaNet state has conv %d / ssm %d floats, the layer needs %d / %d",
+                        state.conv().bytes() / kFloat, state.ssm().bytes() / kFloat,
+                        shape.conv_state_size(), shape.ssm_state_size()));
   }
   return absl::OkStatus();
 }
 
-// Conv then recurrence over `rows` rows from the live state; `core` gets [rows, v_heads * v_dim].
-absl::Status RunRecurrence(const cpu::Context& ctx, const GdnBlockShape& shape,
-                           const GdnBlockWeights& weights, const float* conv_in, const float* g,
-                           const float* beta, int64_t rows, RecurrentState& state,
-                           std::vector<float>& core) {
-  std::vector<float> conv_out(rows * shape.conv_channels());
-  ABSL_RETURN_IF_ERROR(cpu::CausalConv1d(ctx, conv_in, rows, shape.conv_channels(),
-                                         weights.conv.data(), shape.conv_kernel, state.conv.data(),
-                                         conv_out.data()));
-  core.resize(rows * shape.value_width());
-  return cpu::GatedDeltaNet(ctx, conv_out.data(), g, beta, rows, shape.dims, state.ssm.data(),
-                            core.data());
+// Conv then recurrence over `rows` rows from the live state; core: [rows, v_heads * v_dim].
+absl::Status RunRecurrence(backend::Backend& be, const GdnBlockShape& shape,
+                           const GdnBlockHandles& w, const float* conv_in, const float* g,
+                           const float* beta, int64_t rows, RecurrentState& state, float* conv_out,
+                           float* core) {
+  ABSL_RETURN_IF_ERROR(be.CausalConv1d(conv_in, rows, shape.conv_channels(), w.conv->floats(),
+                                       shape.conv_kernel, state.conv().floats(), conv_out));
+  return be.GatedDeltaNet(conv_out, g, beta, rows, shape.dims, state.ssm().floats(), core);
 }
 
 }  // namespace
 
-RecurrentState NewGdnState(const GdnBlockShape& shape) {
-  return RecurrentState::Zeros(shape.conv_state_size(), shape.ssm_state_size());
+absl::StatusOr<GdnBlockHandles> UploadGdnBlock(backend::Backend& backend,
+                                               const GdnBlockWeights& w) {
+  GdnBlockHandles h;
+  ABSL_ASSIGN_OR_RETURN(h.in_proj_qkv, backend.UploadLinear(w.in_proj_qkv));
+  ABSL_ASSIGN_OR_RETURN(h.in_proj_z, backend.UploadLinear(w.in_proj_z));
+  ABSL_ASSIGN_OR_RETURN(h.in_proj_a, backend.UploadLinear(w.in_proj_a));
+  ABSL_ASSIGN_OR_RETURN(h.in_proj_b, backend.UploadLinear(w.in_proj_b));
+  ABSL_ASSIGN_OR_RETURN(h.out_proj, backend.UploadLinear(w.out_proj));
+  ABSL_ASSIGN_OR_RETURN(h.conv, backend.UploadFloats(w.conv));
+  ABSL_ASSIGN_OR_RETURN(h.a_log, backend.UploadFloats(w.a_log));
+  ABSL_ASSIGN_OR_RETURN(h.dt_bias, backend.UploadFloats(w.dt_bias));
+  ABSL_ASSIGN_OR_RETURN(h.norm, backend.UploadFloats(w.norm));
+  return h;
 }
 
-absl::Status GdnBlockForward(const cpu::Context& ctx, const GdnBlockShape& shape,
-                             const GdnBlockWeights& weights, const float* x, int64_t rows,
-                             RecurrentState& state, float* out) {
-  ABSL_RETURN_IF_ERROR(CheckStateSizes(shape, state));
-  const int64_t channels = shape.conv_channels();
-  const int64_t v_heads = shape.dims.v_heads;
-  state.SaveStart();
-  // The replay inputs: conv input per row, then g and beta per row.
-  state.conv_rows.resize(rows * channels);
-  state.ssm_rows.resize(2 * rows * v_heads);
-  float* g = state.ssm_rows.data();
-  float* beta = g + rows * v_heads;
-  std::vector<float> z(rows * shape.value_width()), a(rows * v_heads), b(rows * v_heads);
-  ABSL_RETURN_IF_ERROR(cpu::Linear(ctx, x, rows, weights.in_proj_qkv, state.conv_rows.data()));
-  ABSL_RETURN_IF_ERROR(cpu::Linear(ctx, x, rows, weights.in_proj_z, z.data()));
-  ABSL_RETURN_IF_ERROR(cpu::Linear(ctx, x, rows, weights.in_proj_a, a.data()));
-  ABSL_RETURN_IF_ERROR(cpu::Linear(ctx, x, rows, weights.in_proj_b, b.data()));
-  ABSL_RETURN_IF_ERROR(cpu::GatedDeltaNetGates(ctx, a.data(), b.data(), rows, v_heads,
-                                               weights.a_log.data(), weights.dt_bias.data(), g,
-                                               beta));
-  std::vector<float> core;
-  ABSL_RETURN_IF_ERROR(
-      RunRecurrence(ctx, shape, weights, state.conv_rows.data(), g, beta, rows, state, core));
-  ABSL_RETURN_IF_ERROR(cpu::GatedRmsNorm(ctx, core.data(), z.data(), rows * v_heads,
-                                         shape.dims.v_dim, weights.norm.data(), shape.eps,
-                                         core.data()));
-  return cpu::Linear(ctx, core.data(), rows, weights.out_proj, out);
+absl::StatusOr<std::unique_ptr<RecurrentState>> NewGdnState(backend::Backend& backend,
+                                                            const GdnBlockShape& shape) {
+  return RecurrentState::Create(backend, shape.conv_state_size(), shape.ssm_state_size());
 }
 
-absl::Status GdnBlockCommit(const cpu::Context& ctx, const GdnBlockShape& shape,
-                            const GdnBlockWeights& weights, RecurrentState& state, int64_t n_keep,
+absl::Status GdnBlockForward(backend::Backend& be, const GdnBlockShape& shape,
+                             const GdnBlockHandles& w, const float* x, const LayerRows& rows,
+                             absl::Span<LayerState* const> states, float* out) {
+  for (LayerState* state : states) ABSL_RETURN_IF_ERROR(CheckStateSizes(shape, *state->recurrent));
+  const int64_t n = rows.rows, channels = shape.conv_channels(), v_heads = shape.dims.v_heads;
+  const int64_t value_width = shape.value_width();
+  ABSL_ASSIGN_OR_RETURN(auto qkv, be.AllocateFloats(n * channels));  // The conv's input.
+  ABSL_ASSIGN_OR_RETURN(auto z, be.AllocateFloats(n * value_width));
+  ABSL_ASSIGN_OR_RETURN(auto a, be.AllocateFloats(n * v_heads));
+  ABSL_ASSIGN_OR_RETURN(auto b, be.AllocateFloats(n * v_heads));
+  ABSL_ASSIGN_OR_RETURN(auto g, be.AllocateFloats(n * v_heads));
+  ABSL_ASSIGN_OR_RETURN(auto beta, be.AllocateFloats(n * v_heads));
+  ABSL_ASSIGN_OR_RETURN(auto conv_out, be.AllocateFloats(n * channels));
+  ABSL_ASSIGN_OR_RETURN(auto core, be.AllocateFloats(n * value_width));
+  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.in_proj_qkv, qkv->floats(), channels));
+  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.in_proj_z, z->floats(), value_width));
+  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.in_proj_a, a->floats(), v_heads));
+  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.in_proj_b, b->floats(), v_heads));
+  ABSL_RETURN_IF_ERROR(be.GatedDeltaNetGates(a->floats(), b->floats(), n, v_heads,
+                                             w.a_log->floats(), w.dt_bias->floats(), g->floats(),
+                                             beta->floats()));
+  for (size_t s = 0; s < rows.segments.size(); ++s) {  // Each sequence from its own state.
+    const int64_t r0 = rows.segments[s].first_row, m = rows.segments[s].rows;
+    RecurrentState& state = *states[s]->recurrent;
+    ABSL_ASSIGN_OR_RETURN(float* replay,
+                          state.BeginForward(be, m, m * shape.replay_floats_per_row()));
+    const float* seg_qkv = qkv->floats() + r0 * channels;
+    const float* seg_g = g->floats() + r0 * v_heads;
+    const float* seg_beta = beta->floats() + r0 * v_heads;
+    ABSL_RETURN_IF_ERROR(be.Copy(replay, seg_qkv, m * channels * kFloat));
+    ABSL_RETURN_IF_ERROR(be.Copy(replay + m * channels, seg_g, m * v_heads * kFloat));
+    ABSL_RETURN_IF_ERROR(
+        be.Copy(replay + m * (channels + v_heads), seg_beta, m * v_heads * kFloat));
+    ABSL_RETURN_IF_ERROR(RunRecurrence(be, shape, w, seg_qkv, seg_g, seg_beta, m, state,
+                                       conv_out->floats() + r0 * channels,
+                                       core->floats() + r0 * value_width));
+  }
+  ABSL_RETURN_IF_ERROR(be.GatedRmsNorm(core->floats(), z->floats(), n * v_heads, shape.dims.v_dim,
+                                       w.norm->floats(), shape.eps, core->floats()));
+  return be.Linear(core->floats(), value_width, n, *w.out_proj, out, shape.hidden);
+}
+
+absl::Status GdnBlockCommit(backend::Backend& be, const GdnBlockShape& shape,
+                            const GdnBlockHandles& w, RecurrentState& state, int64_t n_keep,
                             int64_t pending) {
-  const int64_t channels = shape.conv_channels();
-  const int64_t v_heads = shape.dims.v_heads;
-  if (n_keep == 0 && state.conv_rows.empty() && state.ssm_rows.empty()) {
+  if (n_keep == 0 && state.pending_rows() == 0) {
     return absl::OkStatus();  // A forward that failed before this layer: nothing to undo.
   }
-  if (n_keep < 0 || n_keep > pending ||
-      static_cast<int64_t>(state.conv_rows.size()) != pending * channels ||
-      static_cast<int64_t>(state.ssm_rows.size()) != 2 * pending * v_heads) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "Gated DeltaNet commit of %d rows of %d pending, with %d conv and %d gate floats saved",
-        n_keep, pending, state.conv_rows.size(), state.ssm_rows.size()));
+  if (n_keep < 0 || n_keep > pending || state.pending_rows() != pending) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("Gated DeltaNet commit of %d rows of %d pending, with %d rows saved",
+                        n_keep, pending, state.pending_rows()));
   }
   absl::Status status = absl::OkStatus();
   if (n_keep < pending) {
-    state.RestoreStart();
-    if (n_keep > 0) {
-      const float* g = state.ssm_rows.data();
+    status = state.RestoreStart(be);
+    if (status.ok() && n_keep > 0) {
+      const int64_t channels = shape.conv_channels(), v_heads = shape.dims.v_heads;
+      const float* conv_in = state.replay();
+      const float* g = conv_in + pending * channels;
       const float* beta = g + pending * v_heads;
-      std::vector<float> core;
-      status =
-          RunRecurrence(ctx, shape, weights, state.conv_rows.data(), g, beta, n_keep, state, core);
+      absl::StatusOr<std::unique_ptr<backend::Buffer>> conv_out =
+          be.AllocateFloats(n_keep * channels);
+      absl::StatusOr<std::unique_ptr<backend::Buffer>> core =
+          be.AllocateFloats(n_keep * shape.value_width());
+      status = !conv_out.ok() ? conv_out.status()
+               : !core.ok()   ? core.status()
+                              : RunRecurrence(be, shape, w, conv_in, g, beta, n_keep, state,
+                                              (*conv_out)->floats(), (*core)->floats());
     }
   }
-  // Empty replay rows mark "no forward pending" for the next commit.
-  state.conv_rows.clear();
-  state.ssm_rows.clear();
+  state.EndForward();  // Nothing pending now, whatever happened.
   return status;
 }
 

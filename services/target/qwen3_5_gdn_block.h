@@ -4,12 +4,16 @@
 #define TWINSPAN_SERVICES_TARGET_QWEN3_5_GDN_BLOCK_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "kernels/cpu/context.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "kernels/backend/backend.h"
 #include "kernels/cpu/gated_delta_net.h"
 #include "kernels/cpu/linear.h"
+#include "services/target/layer_rows.h"
 #include "services/target/sequence_state.h"
 
 namespace twinspan::target {
@@ -25,8 +29,11 @@ struct GdnBlockShape {
   // Sizes of RecurrentState::conv ([conv_kernel - 1, channels]) and ::ssm ([v_heads, k, v]).
   int64_t conv_state_size() const { return (conv_kernel - 1) * conv_channels(); }
   int64_t ssm_state_size() const { return dims.state_size(); }
+  // Replay inputs per row: its conv input, g and beta.
+  int64_t replay_floats_per_row() const { return conv_channels() + 2 * dims.v_heads; }
 };
 
+// As loaded (host memory).
 struct GdnBlockWeights {
   cpu::LinearWeight in_proj_qkv;  // [2 * k_heads * k_dim + v_heads * v_dim, hidden]
   cpu::LinearWeight in_proj_z;    // [v_heads * v_dim, hidden]
@@ -39,24 +46,36 @@ struct GdnBlockWeights {
   cpu::LinearWeight out_proj;     // [hidden, v_heads * v_dim]
 };
 
-// A zeroed RecurrentState of the block's sizes.
-RecurrentState NewGdnState(const GdnBlockShape& shape);
+// The same weights in a backend's memory.
+struct GdnBlockHandles {
+  std::unique_ptr<backend::LinearHandle> in_proj_qkv, in_proj_z, in_proj_a, in_proj_b, out_proj;
+  std::unique_ptr<backend::Buffer> conv, a_log, dt_bias, norm;
+};
 
-// out[rows, hidden] = the block applied to the normed input x[rows, hidden], advancing `state` by
-// the rows. Saves the pre-forward state (SaveStart) and, for GdnReplay, each row's conv input in
-// state.conv_rows ([rows, channels]) and its g and beta in state.ssm_rows ([g rows x v_heads |
-// beta rows x v_heads]). InvalidArgument when state's sizes disagree with `shape`; op errors.
-absl::Status GdnBlockForward(const cpu::Context& ctx, const GdnBlockShape& shape,
-                             const GdnBlockWeights& weights, const float* x, int64_t rows,
-                             RecurrentState& state, float* out);
+// Backend errors (ResourceExhausted).
+absl::StatusOr<GdnBlockHandles> UploadGdnBlock(backend::Backend& backend,
+                                               const GdnBlockWeights& weights);
+
+// A zeroed RecurrentState of the block's sizes.
+absl::StatusOr<std::unique_ptr<RecurrentState>> NewGdnState(backend::Backend& backend,
+                                                            const GdnBlockShape& shape);
+
+// out[rows, hidden] = the block applied to the normed input x[rows, hidden] (backend memory); for
+// each segment s, advances states[s]->recurrent by the segment's rows, saving its pre-forward
+// state and, for GdnBlockCommit, each row's replay inputs ([rows, channels] conv input, then
+// [rows, v_heads] g, then [rows, v_heads] beta). InvalidArgument when a state's sizes disagree
+// with `shape`; op errors.
+absl::Status GdnBlockForward(backend::Backend& backend, const GdnBlockShape& shape,
+                             const GdnBlockHandles& weights, const float* x, const LayerRows& rows,
+                             absl::Span<LayerState* const> states, float* out);
 
 // Leaves `state` as serial decoding of the first n_keep of the last forward's `pending` rows
 // would: unchanged for n_keep == pending, the saved start for 0, else the start replayed through
-// the kept rows with the same ops (bit-identical). Clears the saved rows. Commit(0) with no saved
-// rows (a forward that failed before reaching this layer) changes nothing. InvalidArgument when
-// n_keep is outside [0, pending] or the saved rows do not cover the pending rows.
-absl::Status GdnBlockCommit(const cpu::Context& ctx, const GdnBlockShape& shape,
-                            const GdnBlockWeights& weights, RecurrentState& state, int64_t n_keep,
+// the kept rows with the same ops (bit-identical). Forgets the pending forward. Commit(0) with
+// nothing pending (a forward that failed before reaching this layer) changes nothing.
+// InvalidArgument when n_keep is outside [0, pending] or the pending rows are not `pending`.
+absl::Status GdnBlockCommit(backend::Backend& backend, const GdnBlockShape& shape,
+                            const GdnBlockHandles& weights, RecurrentState& state, int64_t n_keep,
                             int64_t pending);
 
 }  // namespace twinspan::target

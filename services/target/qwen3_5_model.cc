@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
-#include "kernels/cpu/rms_norm.h"
 #include "services/target/families.h"
 #include "services/target/weight_loader.h"
 
@@ -118,14 +117,28 @@ absl::StatusOr<Qwen35LayerWeights> LoadLayer(const TargetConfig& c, const Checkp
   return w;
 }
 
+absl::StatusOr<Qwen35LayerHandles> UploadLayer(backend::Backend& backend, const TargetConfig& c,
+                                               int64_t i, const Qwen35LayerWeights& w) {
+  Qwen35LayerHandles h;
+  ABSL_ASSIGN_OR_RETURN(h.input_norm, backend.UploadFloats(w.input_norm));
+  if (c.layer_types[i] == LayerType::kFullAttention) {
+    ABSL_ASSIGN_OR_RETURN(h.attention, UploadAttentionBlock(backend, w.attention));
+  } else {
+    ABSL_ASSIGN_OR_RETURN(h.gdn, UploadGdnBlock(backend, w.gdn));
+  }
+  ABSL_ASSIGN_OR_RETURN(h.post_norm, backend.UploadFloats(w.post_norm));
+  ABSL_ASSIGN_OR_RETURN(h.mlp, UploadMlpBlock(backend, w.mlp));
+  return h;
+}
+
 }  // namespace
 
 Qwen35Model::Qwen35Model(const TargetConfig& config, const TargetOptions& options,
-                         Qwen35Weights weights)
-    : DecoderModel(config, options, std::move(weights.embedding), std::move(weights.final_norm),
-                   std::move(weights.lm_head)),
+                         ModelBackend backend, DecoderHandles weights,
+                         std::vector<Qwen35LayerHandles> layers)
+    : DecoderModel(config, options, std::move(backend), std::move(weights)),
       gdn_shape_(GdnShapeOf(config)),
-      layers_(std::move(weights.layers)) {
+      layers_(std::move(layers)) {
   attention_shape_.hidden = config.hidden_size;
   attention_shape_.num_heads = config.num_heads;
   attention_shape_.num_kv_heads = config.num_kv_heads;
@@ -183,7 +196,18 @@ absl::StatusOr<std::unique_ptr<Qwen35Model>> Qwen35Model::Create(const TargetCon
   }
   ABSL_RETURN_IF_ERROR(CheckVector(weights.final_norm, c.hidden_size, -1, "norm"));
   ABSL_RETURN_IF_ERROR(CheckLinear(weights.lm_head, c.vocab_size, c.hidden_size, -1, "lm_head"));
-  return std::unique_ptr<Qwen35Model>(new Qwen35Model(c, options, std::move(weights)));
+  ModelBackend backend = ModelBackend::For(options);  // First: outlives the handles below.
+  ABSL_ASSIGN_OR_RETURN(DecoderHandles shared,
+                        DecoderHandles::Upload(*backend.backend, weights.embedding,
+                                               weights.final_norm, weights.lm_head));
+  std::vector<Qwen35LayerHandles> layers;
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    ABSL_ASSIGN_OR_RETURN(Qwen35LayerHandles layer,
+                          UploadLayer(*backend.backend, c, i, weights.layers[i]));
+    layers.push_back(std::move(layer));
+  }
+  return std::unique_ptr<Qwen35Model>(
+      new Qwen35Model(c, options, std::move(backend), std::move(shared), std::move(layers)));
 }
 
 absl::StatusOr<LayerState> Qwen35Model::NewLayerState(int64_t layer) const {
@@ -191,38 +215,37 @@ absl::StatusOr<LayerState> Qwen35Model::NewLayerState(int64_t layer) const {
     return DecoderModel::NewLayerState(layer);
   }
   LayerState state;
-  state.recurrent = std::make_unique<RecurrentState>(NewGdnState(gdn_shape_));
+  ABSL_ASSIGN_OR_RETURN(state.recurrent, NewGdnState(backend(), gdn_shape_));
   return state;
 }
 
 absl::Status Qwen35Model::CommitLayer(int64_t layer, LayerState& state, int64_t n_keep,
                                       int64_t pending) const {
   if (config().layer_types[layer] == LayerType::kFullAttention) return absl::OkStatus();
-  return GdnBlockCommit(ctx(), gdn_shape_, layers_[layer].gdn, *state.recurrent, n_keep, pending);
+  return GdnBlockCommit(backend(), gdn_shape_, layers_[layer].gdn, *state.recurrent, n_keep,
+                        pending);
 }
 
-absl::Status Qwen35Model::LayerForward(int64_t layer, LayerState& state, const LayerRows& rows,
-                                       float* h) const {
-  const Qwen35LayerWeights& w = layers_[layer];
-  const int64_t hidden = config().hidden_size;
-  const int64_t n = rows.rows * hidden;
-  std::vector<float> x(n), sub(n);
-  ABSL_RETURN_IF_ERROR(cpu::RmsNorm(ctx(), h, rows.rows, hidden, w.input_norm.data(),
-                                    config().rms_norm_eps, x.data()));
-  if (config().layer_types[layer] == LayerType::kFullAttention) {
-    ABSL_RETURN_IF_ERROR(AttentionBlockForward(ctx(), attention_shape_, w.attention, x.data(),
-                                               rows.rows, rows.positions, rows.rope_cos,
-                                               rows.rope_sin, *state.kv, sub.data()));
-  } else {
-    ABSL_RETURN_IF_ERROR(GdnBlockForward(ctx(), gdn_shape_, w.gdn, x.data(), rows.rows,
-                                         *state.recurrent, sub.data()));
-  }
-  for (int64_t i = 0; i < n; ++i) h[i] += sub[i];
-  ABSL_RETURN_IF_ERROR(cpu::RmsNorm(ctx(), h, rows.rows, hidden, w.post_norm.data(),
-                                    config().rms_norm_eps, x.data()));
-  ABSL_RETURN_IF_ERROR(MlpBlockForward(ctx(), w.mlp, x.data(), rows.rows, sub.data()));
-  for (int64_t i = 0; i < n; ++i) h[i] += sub[i];
-  return absl::OkStatus();
+absl::Status Qwen35Model::LayerForward(int64_t layer, absl::Span<LayerState* const> states,
+                                       const LayerRows& rows, float* h) const {
+  const Qwen35LayerHandles& w = layers_[layer];
+  backend::Backend& be = backend();
+  const int64_t hidden = config().hidden_size, n = rows.rows * hidden;
+  const float eps = config().rms_norm_eps;
+  ABSL_ASSIGN_OR_RETURN(auto x, be.AllocateFloats(n));    // A sublayer's normed input.
+  ABSL_ASSIGN_OR_RETURN(auto sub, be.AllocateFloats(n));  // A sublayer's output.
+  ABSL_RETURN_IF_ERROR(
+      be.RmsNorm(h, hidden, rows.rows, hidden, w.input_norm->floats(), eps, x->floats(), hidden));
+  ABSL_RETURN_IF_ERROR(
+      config().layer_types[layer] == LayerType::kFullAttention
+          ? AttentionBlockForward(be, attention_shape_, w.attention, x->floats(), rows, states,
+                                  sub->floats())
+          : GdnBlockForward(be, gdn_shape_, w.gdn, x->floats(), rows, states, sub->floats()));
+  ABSL_RETURN_IF_ERROR(be.Add(h, sub->floats(), n, h));
+  ABSL_RETURN_IF_ERROR(
+      be.RmsNorm(h, hidden, rows.rows, hidden, w.post_norm->floats(), eps, x->floats(), hidden));
+  ABSL_RETURN_IF_ERROR(MlpBlockForward(be, w.mlp, x->floats(), rows.rows, sub->floats()));
+  return be.Add(h, sub->floats(), n, h);
 }
 
 absl::StatusOr<std::unique_ptr<TargetModel>> OpenQwen35Model(

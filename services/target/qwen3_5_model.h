@@ -31,27 +31,38 @@ struct Qwen35Weights {
   cpu::LinearWeight lm_head;      // [vocab, hidden]
 };
 
+// One layer's weights in the backend's memory (attention or gdn as the layer's type says).
+struct Qwen35LayerHandles {
+  std::unique_ptr<backend::Buffer> input_norm;
+  AttentionBlockHandles attention;
+  GdnBlockHandles gdn;
+  std::unique_ptr<backend::Buffer> post_norm;
+  MlpBlockHandles mlp;
+};
+
 class Qwen35Model final : public DecoderModel {
  public:
-  // From weights already in memory (the loader, tests with random weights). InvalidArgument naming
-  // the layer and weight whose shape disagrees with `config`, or a config of another family.
+  // From weights already in memory (the loader, tests with random weights), uploaded to the
+  // options' backend. InvalidArgument naming the layer and weight whose shape disagrees with
+  // `config`, or a config of another family; backend errors.
   static absl::StatusOr<std::unique_ptr<Qwen35Model>> Create(const TargetConfig& config,
                                                              Qwen35Weights weights,
                                                              const TargetOptions& options);
 
  protected:
-  absl::Status LayerForward(int64_t layer, LayerState& state, const LayerRows& rows,
-                            float* h) const override;
+  absl::Status LayerForward(int64_t layer, absl::Span<LayerState* const> states,
+                            const LayerRows& rows, float* h) const override;
   absl::StatusOr<LayerState> NewLayerState(int64_t layer) const override;
   absl::Status CommitLayer(int64_t layer, LayerState& state, int64_t n_keep,
                            int64_t pending) const override;
 
  private:
-  Qwen35Model(const TargetConfig& config, const TargetOptions& options, Qwen35Weights weights);
+  Qwen35Model(const TargetConfig& config, const TargetOptions& options, ModelBackend backend,
+              DecoderHandles weights, std::vector<Qwen35LayerHandles> layers);
 
   AttentionBlockShape attention_shape_;
   GdnBlockShape gdn_shape_;
-  std::vector<Qwen35LayerWeights> layers_;
+  std::vector<Qwen35LayerHandles> layers_;
 };
 
 }  // namespace twinspan::target

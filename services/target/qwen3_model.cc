@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
-#include "kernels/cpu/rms_norm.h"
 #include "services/target/families.h"
 #include "services/target/weight_loader.h"
 
@@ -50,13 +49,23 @@ absl::StatusOr<Qwen3LayerWeights> LoadLayer(const TargetConfig& c, const Checkpo
   return w;
 }
 
+absl::StatusOr<Qwen3LayerHandles> UploadLayer(backend::Backend& backend,
+                                              const Qwen3LayerWeights& w) {
+  Qwen3LayerHandles h;
+  ABSL_ASSIGN_OR_RETURN(h.input_norm, backend.UploadFloats(w.input_norm));
+  ABSL_ASSIGN_OR_RETURN(h.attention, UploadAttentionBlock(backend, w.attention));
+  ABSL_ASSIGN_OR_RETURN(h.post_norm, backend.UploadFloats(w.post_norm));
+  ABSL_ASSIGN_OR_RETURN(h.mlp, UploadMlpBlock(backend, w.mlp));
+  return h;
+}
+
 }  // namespace
 
 Qwen3Model::Qwen3Model(const TargetConfig& config, const TargetOptions& options,
-                       Qwen3Weights weights)
-    : DecoderModel(config, options, std::move(weights.embedding), std::move(weights.final_norm),
-                   std::move(weights.lm_head)),
-      layers_(std::move(weights.layers)) {
+                       ModelBackend backend, DecoderHandles weights,
+                       std::vector<Qwen3LayerHandles> layers)
+    : DecoderModel(config, options, std::move(backend), std::move(weights)),
+      layers_(std::move(layers)) {
   attention_shape_.hidden = config.hidden_size;
   attention_shape_.num_heads = config.num_heads;
   attention_shape_.num_kv_heads = config.num_kv_heads;
@@ -106,26 +115,36 @@ absl::StatusOr<std::unique_ptr<Qwen3Model>> Qwen3Model::Create(const TargetConfi
   }
   ABSL_RETURN_IF_ERROR(CheckVector(weights.final_norm, c.hidden_size, -1, "norm"));
   ABSL_RETURN_IF_ERROR(CheckLinear(weights.lm_head, c.vocab_size, c.hidden_size, -1, "lm_head"));
-  return std::unique_ptr<Qwen3Model>(new Qwen3Model(c, options, std::move(weights)));
+  ModelBackend backend = ModelBackend::For(options);  // First: outlives the handles below.
+  ABSL_ASSIGN_OR_RETURN(DecoderHandles shared,
+                        DecoderHandles::Upload(*backend.backend, weights.embedding,
+                                               weights.final_norm, weights.lm_head));
+  std::vector<Qwen3LayerHandles> layers;
+  for (const Qwen3LayerWeights& w : weights.layers) {
+    ABSL_ASSIGN_OR_RETURN(Qwen3LayerHandles layer, UploadLayer(*backend.backend, w));
+    layers.push_back(std::move(layer));
+  }
+  return std::unique_ptr<Qwen3Model>(
+      new Qwen3Model(c, options, std::move(backend), std::move(shared), std::move(layers)));
 }
 
-absl::Status Qwen3Model::LayerForward(int64_t layer, LayerState& state, const LayerRows& rows,
-                                      float* h) const {
-  const Qwen3LayerWeights& w = layers_[layer];
-  const int64_t hidden = config().hidden_size;
-  const int64_t n = rows.rows * hidden;
-  std::vector<float> x(n), sub(n);
-  ABSL_RETURN_IF_ERROR(cpu::RmsNorm(ctx(), h, rows.rows, hidden, w.input_norm.data(),
-                                    config().rms_norm_eps, x.data()));
-  ABSL_RETURN_IF_ERROR(AttentionBlockForward(ctx(), attention_shape_, w.attention, x.data(),
-                                             rows.rows, rows.positions, rows.rope_cos,
-                                             rows.rope_sin, *state.kv, sub.data()));
-  for (int64_t i = 0; i < n; ++i) h[i] += sub[i];
-  ABSL_RETURN_IF_ERROR(cpu::RmsNorm(ctx(), h, rows.rows, hidden, w.post_norm.data(),
-                                    config().rms_norm_eps, x.data()));
-  ABSL_RETURN_IF_ERROR(MlpBlockForward(ctx(), w.mlp, x.data(), rows.rows, sub.data()));
-  for (int64_t i = 0; i < n; ++i) h[i] += sub[i];
-  return absl::OkStatus();
+absl::Status Qwen3Model::LayerForward(int64_t layer, absl::Span<LayerState* const> states,
+                                      const LayerRows& rows, float* h) const {
+  const Qwen3LayerHandles& w = layers_[layer];
+  backend::Backend& be = backend();
+  const int64_t hidden = config().hidden_size, n = rows.rows * hidden;
+  const float eps = config().rms_norm_eps;
+  ABSL_ASSIGN_OR_RETURN(auto x, be.AllocateFloats(n));    // A sublayer's normed input.
+  ABSL_ASSIGN_OR_RETURN(auto sub, be.AllocateFloats(n));  // A sublayer's output.
+  ABSL_RETURN_IF_ERROR(
+      be.RmsNorm(h, hidden, rows.rows, hidden, w.input_norm->floats(), eps, x->floats(), hidden));
+  ABSL_RETURN_IF_ERROR(AttentionBlockForward(be, attention_shape_, w.attention, x->floats(), rows,
+                                             states, sub->floats()));
+  ABSL_RETURN_IF_ERROR(be.Add(h, sub->floats(), n, h));
+  ABSL_RETURN_IF_ERROR(
+      be.RmsNorm(h, hidden, rows.rows, hidden, w.post_norm->floats(), eps, x->floats(), hidden));
+  ABSL_RETURN_IF_ERROR(MlpBlockForward(be, w.mlp, x->floats(), rows.rows, sub->floats()));
+  return be.Add(h, sub->floats(), n, h);
 }
 
 absl::StatusOr<std::unique_ptr<TargetModel>> OpenQwen3Model(

@@ -26,23 +26,33 @@ struct Qwen3Weights {
   cpu::LinearWeight lm_head;      // [vocab, hidden]; a copy of the embedding when tied.
 };
 
+// One layer's weights in the backend's memory.
+struct Qwen3LayerHandles {
+  std::unique_ptr<backend::Buffer> input_norm;
+  AttentionBlockHandles attention;
+  std::unique_ptr<backend::Buffer> post_norm;
+  MlpBlockHandles mlp;
+};
+
 class Qwen3Model final : public DecoderModel {
  public:
-  // From weights already in memory (loaders, tests with random weights). InvalidArgument naming
-  // the layer and weight whose shape disagrees with `config`.
+  // From weights already in memory (loaders, tests with random weights), uploaded to the
+  // options' backend (the host copies may go afterwards). InvalidArgument naming the layer and
+  // weight whose shape disagrees with `config`; backend errors.
   static absl::StatusOr<std::unique_ptr<Qwen3Model>> Create(const TargetConfig& config,
                                                             Qwen3Weights weights,
                                                             const TargetOptions& options);
 
  protected:
-  absl::Status LayerForward(int64_t layer, LayerState& state, const LayerRows& rows,
-                            float* h) const override;
+  absl::Status LayerForward(int64_t layer, absl::Span<LayerState* const> states,
+                            const LayerRows& rows, float* h) const override;
 
  private:
-  Qwen3Model(const TargetConfig& config, const TargetOptions& options, Qwen3Weights weights);
+  Qwen3Model(const TargetConfig& config, const TargetOptions& options, ModelBackend backend,
+             DecoderHandles weights, std::vector<Qwen3LayerHandles> layers);
 
   AttentionBlockShape attention_shape_;
-  std::vector<Qwen3LayerWeights> layers_;
+  std::vector<Qwen3LayerHandles> layers_;
 };
 
 }  // namespace twinspan::target

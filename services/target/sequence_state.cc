@@ -1,42 +1,51 @@
 #include "services/target/sequence_state.h"
 
-#include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_format.h"
+#include "common/status.h"
 
 namespace twinspan::target {
 
-RecurrentState RecurrentState::Zeros(size_t conv_size, size_t ssm_size) {
-  RecurrentState state;
-  state.conv.assign(conv_size, 0.0f);
-  state.ssm.assign(ssm_size, 0.0f);
+absl::StatusOr<std::unique_ptr<RecurrentState>> RecurrentState::Create(backend::Backend& backend,
+                                                                       int64_t conv_floats,
+                                                                       int64_t ssm_floats) {
+  auto state = std::unique_ptr<RecurrentState>(new RecurrentState());
+  ABSL_ASSIGN_OR_RETURN(state->conv_, backend.AllocateFloats(conv_floats));
+  ABSL_ASSIGN_OR_RETURN(state->ssm_, backend.AllocateFloats(ssm_floats));
+  ABSL_ASSIGN_OR_RETURN(state->conv_start_, backend.AllocateFloats(conv_floats));
+  ABSL_ASSIGN_OR_RETURN(state->ssm_start_, backend.AllocateFloats(ssm_floats));
+  ABSL_ASSIGN_OR_RETURN(state->replay_, backend.AllocateFloats(0));
+  ABSL_RETURN_IF_ERROR(backend.Zero(state->conv_->data(), state->conv_->bytes()));
+  ABSL_RETURN_IF_ERROR(backend.Zero(state->ssm_->data(), state->ssm_->bytes()));
   return state;
 }
 
-void RecurrentState::SaveStart() {
-  conv_start = conv;
-  ssm_start = ssm;
+absl::StatusOr<float*> RecurrentState::BeginForward(backend::Backend& backend, int64_t rows,
+                                                    int64_t replay_floats) {
+  pending_rows_ = 0;
+  ABSL_RETURN_IF_ERROR(backend.Copy(conv_start_->data(), conv_->data(), conv_->bytes()));
+  ABSL_RETURN_IF_ERROR(backend.Copy(ssm_start_->data(), ssm_->data(), ssm_->bytes()));
+  if (replay_->bytes() < static_cast<size_t>(replay_floats) * sizeof(float)) {
+    ABSL_ASSIGN_OR_RETURN(replay_, backend.AllocateFloats(replay_floats));
+  }
+  pending_rows_ = rows;
+  return replay_->floats();
 }
 
-void RecurrentState::RestoreStart() {
-  conv = conv_start;
-  ssm = ssm_start;
+absl::Status RecurrentState::RestoreStart(backend::Backend& backend) {
+  ABSL_RETURN_IF_ERROR(backend.Copy(conv_->data(), conv_start_->data(), conv_->bytes()));
+  return backend.Copy(ssm_->data(), ssm_start_->data(), ssm_->bytes());
 }
 
-void RecurrentState::SaveRow(int64_t row) {
-  const size_t rows = static_cast<size_t>(row) + 1;
-  if (conv_rows.size() < rows * conv.size()) conv_rows.resize(rows * conv.size());
-  if (ssm_rows.size() < rows * ssm.size()) ssm_rows.resize(rows * ssm.size());
-  std::copy(conv.begin(), conv.end(), conv_rows.begin() + row * conv.size());
-  std::copy(ssm.begin(), ssm.end(), ssm_rows.begin() + row * ssm.size());
+SequenceState::~SequenceState() {
+  if (owner_mu_ == nullptr) return;
+  // The backend is not thread-safe: free the caches under the model's lock.
+  absl::MutexLock lock(owner_mu_);
+  layers_.clear();
 }
 
-void RecurrentState::RestoreRow(int64_t row) {
-  std::copy_n(conv_rows.begin() + row * conv.size(), conv.size(), conv.begin());
-  std::copy_n(ssm_rows.begin() + row * ssm.size(), ssm.size(), ssm.begin());
-}
-
-absl::Status SequenceState::BeginForward(int64_t rows) {
+absl::Status SequenceState::CheckForward(int64_t rows) const {
   if (pending_ != 0) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "forward with %d rows still pending: Commit the last forward first", pending_));
@@ -47,6 +56,11 @@ absl::Status SequenceState::BeginForward(int64_t rows) {
         absl::StrFormat("sequence needs %d positions (%d committed + %d new) but the context is %d",
                         length_ + rows, length_, rows, capacity_));
   }
+  return absl::OkStatus();
+}
+
+absl::Status SequenceState::BeginForward(int64_t rows) {
+  ABSL_RETURN_IF_ERROR(CheckForward(rows));
   pending_ = rows;
   return absl::OkStatus();
 }

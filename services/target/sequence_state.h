@@ -1,6 +1,6 @@
-// Per-sequence state of a target model: the committed length, the rows of the last forward that
-// await Commit, and each layer's cache (KV for attention layers, conv window + recurrent state with
-// per-row snapshots for Gated DeltaNet layers).
+// Per-sequence state of a target model, in the model's backend memory: the committed length, the
+// rows of the last forward that await Commit, and each layer's cache (a KV cache for attention
+// layers; the conv window and recurrent state, with what rollback needs, for Gated DeltaNet).
 #ifndef TWINSPAN_SERVICES_TARGET_SEQUENCE_STATE_H_
 #define TWINSPAN_SERVICES_TARGET_SEQUENCE_STATE_H_
 
@@ -10,45 +10,64 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kernels/cpu/kv_cache.h"
+#include "absl/synchronization/mutex.h"
+#include "kernels/backend/backend.h"
 
 namespace twinspan::target {
 
-// A Gated DeltaNet layer's recurrent state, fp32. The family chooses the layouts; this holds the
-// live state plus one snapshot per row of the pending forward so Commit(n) can restore the state
-// after row n - 1 (equal to serial decoding's state, bit for bit).
-struct RecurrentState {
-  std::vector<float> conv;        // Live conv window (e.g. [channels, kernel - 1], oldest first).
-  std::vector<float> ssm;         // Live recurrent state (e.g. [v_heads, k_dim, v_dim]).
-  std::vector<float> conv_rows;   // [rows of the pending forward, conv.size()] snapshots.
-  std::vector<float> ssm_rows;    // [rows of the pending forward, ssm.size()] snapshots.
-  std::vector<float> conv_start;  // The live state before the pending forward, for Commit(0).
-  std::vector<float> ssm_start;
+// A Gated DeltaNet layer's recurrent state (fp32, backend memory) and what Commit needs to roll it
+// back: the live state as it was before the pending forward, and that forward's per-row inputs
+// (the family chooses their layout), so Commit(n) can replay the kept rows from the start.
+// Not thread-safe; its owner serializes the backend calls.
+class RecurrentState {
+ public:
+  // Zeroed live state of conv_floats and ssm_floats, nothing pending. Errors from the backend
+  // (ResourceExhausted).
+  static absl::StatusOr<std::unique_ptr<RecurrentState>> Create(backend::Backend& backend,
+                                                                int64_t conv_floats,
+                                                                int64_t ssm_floats);
 
-  // Zeroed state of the given sizes, no snapshots.
-  static RecurrentState Zeros(size_t conv_size, size_t ssm_size);
+  backend::Buffer& conv() { return *conv_; }  // Live conv window.
+  backend::Buffer& ssm() { return *ssm_; }    // Live recurrent state.
+  const backend::Buffer& conv() const { return *conv_; }
+  const backend::Buffer& ssm() const { return *ssm_; }
 
-  // Saves the live state as it is before a forward (Commit(0) restores it).
-  void SaveStart();
-  void RestoreStart();
-  // Copies the live state into snapshot `row`, growing the snapshot storage as needed.
-  void SaveRow(int64_t row);
-  // Makes snapshot `row` the live state. REQUIRES: SaveRow(row) ran since the last forward began.
-  void RestoreRow(int64_t row);
+  // Before a forward of `rows` rows: copies the live state aside and makes room for
+  // `replay_floats` floats of replay inputs, returning where they go. Backend errors.
+  absl::StatusOr<float*> BeginForward(backend::Backend& backend, int64_t rows,
+                                      int64_t replay_floats);
+  // Rows of the pending forward (0: none is pending) and its replay inputs.
+  int64_t pending_rows() const { return pending_rows_; }
+  const float* replay() const { return replay_->floats(); }
+  // Makes the state saved by BeginForward live again.
+  absl::Status RestoreStart(backend::Backend& backend);
+  // Forgets the pending forward; its replay storage is kept for the next one.
+  void EndForward() { pending_rows_ = 0; }
+
+ private:
+  RecurrentState() = default;
+
+  std::unique_ptr<backend::Buffer> conv_, ssm_;
+  std::unique_ptr<backend::Buffer> conv_start_, ssm_start_;
+  std::unique_ptr<backend::Buffer> replay_;  // Grows to the largest forward seen.
+  int64_t pending_rows_ = 0;
 };
 
 // One layer's cache: `kv` for attention layers, `recurrent` for Gated DeltaNet layers.
 struct LayerState {
-  std::unique_ptr<cpu::KvCache> kv;
+  std::unique_ptr<backend::KvCacheHandle> kv;
   std::unique_ptr<RecurrentState> recurrent;
 };
 
-// Owned by one stream; not thread-safe (one forward at a time per sequence). Movable.
+// Owned by one stream; not thread-safe (one forward at a time per sequence).
 class SequenceState {
  public:
-  // `capacity` positions; `layers` from the family (one entry per decoder layer).
-  SequenceState(int64_t capacity, std::vector<LayerState> layers)
-      : capacity_(capacity), layers_(std::move(layers)) {}
+  // `capacity` positions; `layers` from the family (one entry per decoder layer). `owner_mu`, when
+  // given, is the owning model's lock on its backend: held while the layers' backend memory is
+  // freed, so a state may be destroyed on any thread. It must outlive the state.
+  SequenceState(int64_t capacity, std::vector<LayerState> layers, absl::Mutex* owner_mu = nullptr)
+      : capacity_(capacity), layers_(std::move(layers)), owner_mu_(owner_mu) {}
+  ~SequenceState();
 
   SequenceState(const SequenceState&) = delete;
   SequenceState& operator=(const SequenceState&) = delete;
@@ -58,13 +77,17 @@ class SequenceState {
   // Rows run by the last forward and not yet committed (0 when none).
   int64_t pending() const { return pending_; }
   int64_t capacity() const { return capacity_; }
+  // True when the model holding `mu` made this state.
+  bool OwnedBy(const absl::Mutex* mu) const { return owner_mu_ == mu; }
 
   int64_t num_layers() const { return static_cast<int64_t>(layers_.size()); }
   LayerState& layer(int64_t i) { return layers_[i]; }
   const LayerState& layer(int64_t i) const { return layers_[i]; }
 
-  // For families. BeginForward: FailedPrecondition when rows are pending; ResourceExhausted naming
+  // For families. CheckForward: FailedPrecondition when rows are pending; ResourceExhausted naming
   // the context when length() + rows exceeds capacity(); InvalidArgument for rows < 1.
+  // BeginForward: the same checks, then marks the rows pending.
+  absl::Status CheckForward(int64_t rows) const;
   absl::Status BeginForward(int64_t rows);
   // Keeps the first n_keep pending rows (attention KV past them becomes scratch).
   // InvalidArgument when n_keep is outside [0, pending()]. Recurrent layers are the family's job.
@@ -75,6 +98,7 @@ class SequenceState {
   int64_t length_ = 0;
   int64_t pending_ = 0;
   std::vector<LayerState> layers_;
+  absl::Mutex* owner_mu_;
 };
 
 }  // namespace twinspan::target

@@ -14,6 +14,10 @@ absl::Status TargetOptions::Validate() const {
     return absl::InvalidArgumentError(
         absl::StrFormat("TargetOptions.context is %d; it must be at least 1", context));
   }
+  if (backend != nullptr && pool != nullptr) {
+    return absl::InvalidArgumentError(
+        "TargetOptions.pool is set with a backend: the pool belongs to the backend, give one");
+  }
   return absl::OkStatus();
 }
 

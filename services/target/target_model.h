@@ -1,10 +1,11 @@
 // The target model interface the lane engine drives: Forward a window of rows, then Commit the kept
-// prefix. Families (qwen3, qwen3_5) implement it; OpenTargetModel picks one from config.json.
+// prefix. Families (qwen3, qwen3_5) implement it on a backend::Backend; OpenTargetModel picks one
+// from config.json.
 //
 // Exactness: a row's logits and taps depend only on the committed tokens before it and its own
 // token, never on how many rows share the forward, on other sequences, or on threads. So
-// verify([pending, d1..dk]) equals k + 1 single-row steps bit for bit, and Commit(n) leaves the
-// state serial decoding of those n rows would have left.
+// verify([pending, d1..dk]) equals k + 1 single-row steps bit for bit, a ForwardBatch equals each
+// sequence's own Forward, and Commit(n) leaves the state serial decoding of those n rows would.
 #ifndef TWINSPAN_SERVICES_TARGET_TARGET_MODEL_H_
 #define TWINSPAN_SERVICES_TARGET_TARGET_MODEL_H_
 
@@ -16,9 +17,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "kernels/cpu/embedding.h"
+#include "kernels/backend/backend.h"
 #include "kernels/cpu/kv_cache.h"
-#include "kernels/cpu/linear.h"
 #include "kernels/cpu/parallel.h"
 #include "services/target/sequence_state.h"
 #include "services/target/target_config.h"
@@ -26,7 +26,12 @@
 namespace twinspan::target {
 
 struct TargetOptions {
-  // Threads for the CPU ops; not owned, must outlive the model. Null runs on the caller's thread.
+  // Where the weights, caches and ops live; not owned, must outlive the model. The model issues
+  // its ops under its own lock; nothing else may use the backend while a call of the model runs.
+  // Null: the model makes and owns a CPU backend over `pool`.
+  backend::Backend* backend = nullptr;
+  // Threads of that default CPU backend; not owned, must outlive the model. Null runs on the
+  // caller's thread. REQUIRES: null when `backend` is given (its pool is the backend's business).
   cpu::ThreadPool* pool = nullptr;
   // KV cache element type. bf16 is the serving default; golden tests against fp32 references use
   // kF32 because bf16 rounding of K/V alone exceeds their 1e-4 tolerance.
@@ -37,7 +42,7 @@ struct TargetOptions {
   // does.
   bool drafter_configured = false;
 
-  // InvalidArgument naming the field for context < 1.
+  // InvalidArgument naming the field for context < 1, or both backend and pool.
   absl::Status Validate() const;
 };
 
@@ -53,20 +58,35 @@ struct ForwardRequest {
   std::vector<int64_t> tap_layer_ids;
   // Also return the embedding, every layer's raw output and the final norm (golden tests, tools).
   bool capture_hidden_states = false;
+  // When set, the logits stay in this buffer of the model's backend ([logit_rows, vocab] floats
+  // from its start) and ForwardResult::logits is left empty, so a device-side sampler reads them
+  // where they are. Not owned. InvalidArgument when it is too small.
+  backend::Buffer* logits_out = nullptr;
 };
 
 struct ForwardResult {
   int64_t first_position = 0;
   int64_t rows = 0;
   int64_t logit_rows = 0;            // rows (kAll), 1 (kLast) or 0 (kNone).
-  std::vector<float> logits;         // [logit_rows, vocab]; kLast gives the last row's.
+  std::vector<float> logits;         // [logit_rows, vocab]; kLast gives the last row's. Empty
+                                     // when the request set logits_out.
   std::vector<float> taps;           // [rows, tap_layer_ids.size(), hidden], row-major.
   std::vector<float> embeddings;     // [rows, hidden] when capture_hidden_states.
   std::vector<float> layer_outputs;  // [num_layers, rows, hidden] when capture_hidden_states.
   std::vector<float> final_norm;     // [rows, hidden] when capture_hidden_states.
 };
 
-// Immutable after Open: any number of threads may run forwards on distinct SequenceStates.
+// One sequence's part of a ForwardBatch. Pointers are not owned.
+struct SequenceForward {
+  SequenceState* state = nullptr;
+  const ForwardRequest* request = nullptr;
+  ForwardResult* result = nullptr;
+};
+
+// Thread-safe. A backend runs one op stream and is not thread-safe, so every call that uses it
+// (NewSequence, Forward, ForwardBatch, Commit, and destroying a SequenceState) holds the model's
+// lock: calls from several threads are correct but run one at a time. A SequenceState belongs to
+// one caller at a time and must not outlive its model.
 class TargetModel {
  public:
   virtual ~TargetModel() = default;
@@ -77,20 +97,37 @@ class TargetModel {
   // ResourceExhausted naming the bytes when the caches cannot be allocated.
   virtual absl::StatusOr<std::unique_ptr<SequenceState>> NewSequence() const = 0;
 
-  // Runs request.tokens as rows after the committed ones; their caches stay pending until Commit.
+  // The errors Forward would return for `request` on `state`, without running anything:
   // FailedPrecondition when rows are pending; ResourceExhausted when the context would overflow;
-  // InvalidArgument for an empty request, a token outside the vocabulary or a bad tap id.
+  // InvalidArgument for an empty request, a token outside the vocabulary, a bad tap id, a
+  // logits_out buffer too small, or a state of another model.
+  virtual absl::Status CheckForward(const SequenceState& state,
+                                    const ForwardRequest& request) const = 0;
+
+  // Runs request.tokens as rows after the committed ones; their caches stay pending until Commit.
+  // Errors: those of CheckForward; op errors (the rows are then dropped, the state stays usable).
   virtual absl::Status Forward(SequenceState& state, const ForwardRequest& request,
                                ForwardResult* result) const = 0;
+
+  // Runs every entry's request in ONE forward (rows of all sequences concatenated) with the
+  // results of each entry's own Forward, bit for bit. Nothing runs when an entry fails
+  // CheckForward (its error, prefixed "batch entry i: ") or a state appears twice
+  // (InvalidArgument); an op error drops every entry's rows. An empty batch does nothing.
+  virtual absl::Status ForwardBatch(absl::Span<const SequenceForward> batch) const = 0;
 
   // Keeps the first n_keep rows of the pending forward: attention KV is trimmed to them and
   // recurrent state restored to the state after row n_keep - 1 (or before the forward for 0).
   // InvalidArgument when n_keep is outside [0, pending].
   virtual absl::Status Commit(SequenceState& state, int64_t n_keep) const = 0;
 
-  // Read-only views for the drafter (same process): the unquantized embedding and the head.
-  virtual const cpu::EmbeddingTable& embedding() const = 0;
-  virtual const cpu::LinearWeight& lm_head() const = 0;
+  // Backend-resident views for a drafter in the same process on the same backend: the
+  // unquantized embedding and the head.
+  virtual const backend::EmbeddingHandle& embedding() const = 0;
+  virtual const backend::LinearHandle& lm_head() const = 0;
+
+  // The backend the model runs on, to allocate ForwardRequest::logits_out. REQUIRES: used only
+  // while no call of this model runs on another thread.
+  virtual backend::Backend& backend() const = 0;
 };
 
 // Prefills `tokens` in forwards of at most `chunk_rows` rows, committing each. Returns the last

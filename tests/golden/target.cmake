@@ -5,3 +5,5 @@ twinspan_test(target_logits_tool_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_l
 target_compile_definitions(target_logits_tool_test PRIVATE
   TWINSPAN_LOGITS_BINARY="$<TARGET_FILE:twinspan-logits>")
 add_dependencies(target_logits_tool_test twinspan-logits)
+twinspan_test(target_batch_golden_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_batch_golden_test.cc
+  LIBS twinspan_target LABELS golden)

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/parallel.h"
 #include "services/target/target_model.h"
 #include "tests/golden/target_golden_util.h"
@@ -110,7 +111,8 @@ TEST(Qwen3GoldenTest, Exl3TinyMatchesExllamav3Logits) {
   auto model = OpenOrFail(dir, &pool);
   ASSERT_NE(model, nullptr);
   EXPECT_TRUE(model->config().exl3);
-  EXPECT_TRUE(model->lm_head().is_exl3());
+  ASSERT_NE(cpu::CpuLinearWeight(model->lm_head()), nullptr);
+  EXPECT_TRUE(cpu::CpuLinearWeight(model->lm_head())->is_exl3());
   ReferenceFile ref(ref_dir + "/logits.safetensors");
   const auto ids = ref.Ids("input_ids");
   auto state = model->NewSequence();

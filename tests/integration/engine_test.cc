@@ -1,12 +1,19 @@
 // The exactness contract on the lane engine, in one process: drafted == plain (greedy and sampled),
 // concurrent == solo, repeat == first, and a drafter that dies mid-request changes nothing but
 // speed.
+#include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "common/metrics/serving_metrics.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/lane_engine.h"
 #include "services/engine/proposal_box.h"
@@ -231,6 +238,99 @@ TEST_F(EngineTest, ContextLimitEndsWithContext) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].finish_reason, FinishReason::kContext);
   EXPECT_EQ(out[0].prompt_tokens + static_cast<int>(out[0].completion_ids.size()), 21);
+}
+
+// Every round verifies every live stream in ONE VerifyBatch call: each call holds distinct
+// streams, a stream sits in every call from its first round to its last (a round split in two
+// would leave a gap), all verifies went through the calls, and four streams shared calls.
+TEST_F(EngineTest, ARoundVerifiesEveryLiveStreamInOneCall) {
+  ToyVerifier counted(kVocab, 512, kEos);
+  EngineOptions options;
+  options.parallel = 4;
+  options.draft_timeout = absl::Seconds(5);
+  auto engine = LaneEngine::Start(options, &counted, &sampler_, &channel_, nullptr);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  // The first stream's first token waits until all four are queued, so they are all live
+  // together from the second round on, however the threads are scheduled.
+  absl::Notification queued;
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  for (int which = 0; which < 4; ++which) {
+    EngineRequest r = MakeRequest(which, 0.0f, which != 1);  // One stream undrafted.
+    r.ignore_eos = true;
+    sinks.push_back(std::make_shared<CollectingSink>());
+    if (which == 0) {
+      sinks[0]->on_round = [&queued](uint32_t round) {
+        if (round == 0) queued.WaitForNotification();
+      };
+    }
+    EXPECT_TRUE((*engine)->Submit(std::move(r), sinks.back()).ok());
+  }
+  queued.Notify();
+  int64_t rounds = 0;
+  for (auto& sink : sinks) {
+    absl::StatusOr<StreamSummary> s = sink->Wait();
+    ASSERT_TRUE(s.ok()) << s.status();
+    rounds += s->rounds;
+  }
+  const std::vector<std::vector<int>> batches = counted.log().batches();
+  std::map<int, std::vector<size_t>> calls_of;
+  int64_t jobs = 0;
+  size_t widest = 0;
+  for (size_t call = 0; call < batches.size(); ++call) {
+    const std::set<int> distinct(batches[call].begin(), batches[call].end());
+    EXPECT_EQ(distinct.size(), batches[call].size()) << "call " << call;
+    for (int id : batches[call]) calls_of[id].push_back(call);
+    jobs += static_cast<int64_t>(batches[call].size());
+    widest = std::max(widest, batches[call].size());
+  }
+  EXPECT_EQ(jobs, rounds);
+  EXPECT_EQ(counted.log().verifies(), jobs);
+  EXPECT_EQ(widest, 4u);
+  EXPECT_EQ(calls_of.size(), 4u);
+  for (const auto& [id, calls] : calls_of) {
+    for (size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(calls[i], calls[0] + i) << "sequence " << id << " skipped a round's call";
+    }
+  }
+}
+
+double KvCacheUsage(const prometheus::Registry& registry) {
+  for (const prometheus::MetricFamily& family : registry.Collect()) {
+    if (family.name == "twinspan_kv_cache_usage_perc" && !family.metric.empty()) {
+      return family.metric[0].gauge.value;
+    }
+  }
+  return -1;
+}
+
+// The gauge is committed positions over the live streams' allocated positions, set each round:
+// plain decoding commits one position a round, so round r (>= 2) sees the value round r - 1 left,
+// (prompt + r - 1) / context; with no live stream it is 0.
+TEST_F(EngineTest, KvCacheGaugeIsCommittedOverAllocatedPositionsEachRound) {
+  constexpr int64_t kContext = 100;
+  ToyVerifier small(kVocab, kContext, kEos);
+  auto registry = std::make_shared<prometheus::Registry>();
+  metrics::ServingMetrics metrics(registry, "toy");
+  EngineOptions options;
+  auto engine = LaneEngine::Start(options, &small, &sampler_, nullptr, &metrics);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EngineRequest r = MakeRequest(0, 0.0f, false);  // 5 prompt tokens
+  r.ignore_eos = true;
+  r.max_tokens = 30;
+  auto sink = std::make_shared<CollectingSink>();
+  std::vector<std::pair<uint32_t, double>> seen;
+  sink->on_round = [&](uint32_t round) { seen.push_back({round, KvCacheUsage(*registry)}); };
+  ASSERT_TRUE((*engine)->Submit(r, sink).ok());
+  ASSERT_TRUE(sink->Wait().ok());
+  ASSERT_TRUE((*engine)->WaitIdle(absl::Seconds(10)));
+  int checked = 0;
+  for (const auto& [round, usage] : seen) {
+    if (round < 2) continue;
+    EXPECT_DOUBLE_EQ(usage, static_cast<double>(5 + round - 1) / kContext) << "round " << round;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 28);
+  EXPECT_EQ(KvCacheUsage(*registry), 0.0);
 }
 
 TEST(ProposalBoxTest, StaleAndOutOfOrderAnswersAreNeverApplied) {

@@ -33,7 +33,9 @@ uint32_t Argmax(absl::Span<const float> row) {
 
 class ToySequence : public engine::VerifierSequence {
  public:
-  ToySequence(const engine::VerifierInfo* info) : info_(info) {}
+  ToySequence(const engine::VerifierInfo* info, ToyVerifyLog* log)
+      : info_(info), log_(log), id_(log->NewSequenceId()) {}
+  int id() const { return id_; }
   int64_t length() const override { return static_cast<int64_t>(committed_.size()); }
 
   absl::Status Prefill(absl::Span<const uint32_t> prompt, const std::vector<int64_t>& taps,
@@ -46,6 +48,7 @@ class ToySequence : public engine::VerifierSequence {
   }
   absl::Status Verify(absl::Span<const uint32_t> window, const std::vector<int64_t>& taps,
                       engine::WindowOutput* out) override {
+    log_->RecordVerify();
     if (!pending_.empty()) return absl::FailedPreconditionError("toy: rows pending");
     ABSL_RETURN_IF_ERROR(Run(window, taps, out));
     pending_.assign(window.begin(), window.end());
@@ -83,6 +86,8 @@ class ToySequence : public engine::VerifierSequence {
   }
 
   const engine::VerifierInfo* info_;
+  ToyVerifyLog* log_;
+  int id_;
   std::vector<uint32_t> committed_;
   std::vector<uint32_t> pending_;
 };
@@ -159,7 +164,42 @@ ToyVerifier::ToyVerifier(int vocab, int64_t context, uint32_t eos_id, int hidden
 }
 
 absl::StatusOr<std::unique_ptr<engine::VerifierSequence>> ToyVerifier::NewSequence() const {
-  return std::make_unique<ToySequence>(&info_);
+  return std::make_unique<ToySequence>(&info_, log_.get());
+}
+
+void ToyVerifier::VerifyBatch(absl::Span<engine::VerifyJob> jobs) const {
+  std::vector<int> ids;
+  for (const engine::VerifyJob& job : jobs) {
+    const auto* toy = dynamic_cast<const ToySequence*>(job.sequence);
+    ids.push_back(toy == nullptr ? -1 : toy->id());
+  }
+  log_->RecordBatch(std::move(ids));
+  engine::VerifierModel::VerifyBatch(jobs);
+}
+
+int ToyVerifyLog::NewSequenceId() {
+  absl::MutexLock lock(&mu_);
+  return next_id_++;
+}
+
+void ToyVerifyLog::RecordBatch(std::vector<int> sequence_ids) {
+  absl::MutexLock lock(&mu_);
+  batches_.push_back(std::move(sequence_ids));
+}
+
+void ToyVerifyLog::RecordVerify() {
+  absl::MutexLock lock(&mu_);
+  ++verifies_;
+}
+
+std::vector<std::vector<int>> ToyVerifyLog::batches() const {
+  absl::MutexLock lock(&mu_);
+  return batches_;
+}
+
+int64_t ToyVerifyLog::verifies() const {
+  absl::MutexLock lock(&mu_);
+  return verifies_;
 }
 
 ToyDrafter::ToyDrafter(int vocab, int block_size, int miss_every, int tap_width)

@@ -8,20 +8,44 @@
 #include <memory>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "services/engine/draft_model.h"
 #include "services/engine/verifier_model.h"
 
 namespace twinspan::testing {
 
+// How an engine called a ToyVerifier. Thread-safe.
+class ToyVerifyLog {
+ public:
+  int NewSequenceId();
+  void RecordBatch(std::vector<int> sequence_ids);
+  void RecordVerify();
+  // The sequences (by creation order, from 0) of each VerifyBatch call, in call order.
+  std::vector<std::vector<int>> batches() const;
+  // Every Verify a sequence ran, inside a VerifyBatch or not.
+  int64_t verifies() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  int next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::vector<int>> batches_ ABSL_GUARDED_BY(mu_);
+  int64_t verifies_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 // Logits over `vocab` ids from the hash of a token prefix; eos_id ends streams sometimes.
+// VerifyBatch is the default loop, logged.
 class ToyVerifier : public engine::VerifierModel {
  public:
   ToyVerifier(int vocab, int64_t context, uint32_t eos_id, int hidden_size = 4);
   const engine::VerifierInfo& info() const override { return info_; }
   absl::StatusOr<std::unique_ptr<engine::VerifierSequence>> NewSequence() const override;
+  void VerifyBatch(absl::Span<engine::VerifyJob> jobs) const override;
+  const ToyVerifyLog& log() const { return *log_; }
 
  private:
   engine::VerifierInfo info_;
+  std::unique_ptr<ToyVerifyLog> log_ = std::make_unique<ToyVerifyLog>();
 };
 
 // Proposes the toy target's greedy continuation, except that every `miss_every`-th proposal is

@@ -11,114 +11,20 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/parallel.h"
-#include "nlohmann/json.hpp"
 #include "services/target/qwen3_5_model.h"
 #include "services/target/target_config.h"
 #include "tests/unit/target_properties.h"
+#include "tests/unit/target_random_qwen35.h"
 
 namespace twinspan::target {
 namespace {
 
-constexpr int64_t kVocab = 97;
-constexpr int64_t kHidden = 64;
-constexpr int64_t kIntermediate = 96;
+constexpr int64_t kVocab = testing::kTinyQwen35Vocab;
+constexpr int64_t kHidden = testing::kTinyQwen35Hidden;
 
-TargetConfig TinyConfig() {
-  const nlohmann::json j = {
-      {"model_type", "qwen3_5_text"},
-      {"vocab_size", kVocab},
-      {"hidden_size", kHidden},
-      {"intermediate_size", kIntermediate},
-      {"num_hidden_layers", 4},
-      {"layer_types",
-       {"linear_attention", "linear_attention", "full_attention", "linear_attention"}},
-      {"num_attention_heads", 4},
-      {"num_key_value_heads", 2},
-      {"head_dim", 16},
-      {"rms_norm_eps", 1e-6},
-      {"rope_parameters",
-       {{"rope_type", "default"},
-        {"rope_theta", 1e7},
-        {"partial_rotary_factor", 0.25},
-        {"mrope_interleaved", true},
-        {"mrope_section", {1, 1, 0}}}},
-      {"linear_num_key_heads", 2},
-      {"linear_num_value_heads", 4},
-      {"linear_key_head_dim", 16},
-      {"linear_value_head_dim", 8},
-      {"linear_conv_kernel_dim", 4},
-      {"tie_word_embeddings", false}};
-  auto config = ParseTargetConfig(j, "tiny qwen3_5 test config");
-  EXPECT_TRUE(config.ok()) << config.status();
-  return *config;
-}
-
-class Random {
- public:
-  explicit Random(unsigned seed) : gen_(seed) {}
-  std::vector<float> Normal(int64_t n, float scale, float offset = 0.0f) {
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = offset + scale * dist(gen_);
-    return v;
-  }
-  cpu::LinearWeight Linear(int64_t out, int64_t in) {
-    auto w = cpu::LinearWeight::Dense(out, in, Normal(out * in, 0.3f / std::sqrt(float(in))));
-    EXPECT_TRUE(w.ok());
-    return *w;
-  }
-  std::vector<float> Uniform(int64_t n, float lo, float hi) {
-    std::uniform_real_distribution<float> dist(lo, hi);
-    std::vector<float> v(n);
-    for (float& x : v) x = dist(gen_);
-    return v;
-  }
-
- private:
-  std::mt19937 gen_;
-};
-
+TargetConfig TinyConfig() { return testing::TinyQwen35Config(); }
 Qwen35Weights RandomWeights(const TargetConfig& c, unsigned seed) {
-  Random rng(seed);
-  Qwen35Weights w;
-  const std::vector<float> table = rng.Normal(kVocab * kHidden, 1.0f);
-  auto embedding = cpu::EmbeddingTable::FromRaw(cpu::EmbeddingDtype::kF32, kVocab, kHidden,
-                                                table.data(), table.size() * sizeof(float));
-  EXPECT_TRUE(embedding.ok());
-  w.embedding = *embedding;
-  const int64_t hd = c.head_dim;
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    Qwen35LayerWeights l;
-    l.input_norm = rng.Normal(kHidden, 0.1f, 1.0f);
-    l.post_norm = rng.Normal(kHidden, 0.1f, 1.0f);
-    if (c.layer_types[i] == LayerType::kFullAttention) {
-      l.attention.q_proj = rng.Linear(2 * c.num_heads * hd, kHidden);
-      l.attention.k_proj = rng.Linear(c.num_kv_heads * hd, kHidden);
-      l.attention.v_proj = rng.Linear(c.num_kv_heads * hd, kHidden);
-      l.attention.o_proj = rng.Linear(kHidden, c.num_heads * hd);
-      l.attention.q_norm = rng.Normal(hd, 0.1f, 1.0f);
-      l.attention.k_norm = rng.Normal(hd, 0.1f, 1.0f);
-    } else {
-      const int64_t kw = c.linear_num_key_heads * c.linear_key_head_dim;
-      const int64_t vw = c.linear_num_value_heads * c.linear_value_head_dim;
-      l.gdn.in_proj_qkv = rng.Linear(2 * kw + vw, kHidden);
-      l.gdn.in_proj_z = rng.Linear(vw, kHidden);
-      l.gdn.in_proj_a = rng.Linear(c.linear_num_value_heads, kHidden);
-      l.gdn.in_proj_b = rng.Linear(c.linear_num_value_heads, kHidden);
-      l.gdn.conv = rng.Normal((2 * kw + vw) * c.linear_conv_kernel_dim, 0.5f);
-      l.gdn.a_log = rng.Uniform(c.linear_num_value_heads, 0.0f, 2.7f);
-      l.gdn.dt_bias = rng.Normal(c.linear_num_value_heads, 0.5f, 1.0f);
-      l.gdn.norm = rng.Normal(c.linear_value_head_dim, 0.1f, 1.0f);
-      l.gdn.out_proj = rng.Linear(kHidden, vw);
-    }
-    l.mlp.gate_proj = rng.Linear(kIntermediate, kHidden);
-    l.mlp.up_proj = rng.Linear(kIntermediate, kHidden);
-    l.mlp.down_proj = rng.Linear(kHidden, kIntermediate);
-    w.layers.push_back(std::move(l));
-  }
-  w.final_norm = rng.Normal(kHidden, 0.1f, 1.0f);
-  w.lm_head = rng.Linear(kVocab, kHidden);
-  return w;
+  return testing::RandomQwen35Weights(c, seed);
 }
 
 struct Rows {
@@ -177,13 +83,23 @@ class Qwen35ExactnessTest : public ::testing::Test {
     EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << what;
   }
 
-  static void ExpectSameState(SequenceState& a, SequenceState& b) {
+  // A buffer of `model`'s backend, downloaded.
+  static std::vector<float> Read(const TargetModel& model, const backend::Buffer& buffer) {
+    std::vector<float> out(buffer.bytes() / sizeof(float));
+    EXPECT_TRUE(model.backend().Download(out.data(), buffer, 0, buffer.bytes()).ok());
+    return out;
+  }
+
+  // `a` of verify_ against `b` of serial_.
+  void ExpectSameState(SequenceState& a, SequenceState& b) {
     ASSERT_EQ(a.length(), b.length());
     for (int64_t i = 0; i < a.num_layers(); ++i) {
       if (a.layer(i).recurrent == nullptr) continue;
-      ExpectSameBits(a.layer(i).recurrent->conv, b.layer(i).recurrent->conv,
+      const RecurrentState& ra = *a.layer(i).recurrent;
+      const RecurrentState& rb = *b.layer(i).recurrent;
+      ExpectSameBits(Read(*verify_, ra.conv()), Read(*serial_, rb.conv()),
                      absl::StrCat("conv state of layer ", i));
-      ExpectSameBits(a.layer(i).recurrent->ssm, b.layer(i).recurrent->ssm,
+      ExpectSameBits(Read(*verify_, ra.ssm()), Read(*serial_, rb.ssm()),
                      absl::StrCat("recurrent state of layer ", i));
     }
   }

@@ -1,6 +1,7 @@
 // Exactness properties any TargetModel must have, as gtest checks a family's test calls with its
 // own (random tiny) model: verify == serial steps bit for bit, commit-and-continue == serial
-// decoding, and prefill chunking never changes a bit.
+// decoding, prefill chunking never changes a bit, and a batched forward equals each sequence's
+// own forward.
 #ifndef TWINSPAN_TESTS_UNIT_TARGET_PROPERTIES_H_
 #define TWINSPAN_TESTS_UNIT_TARGET_PROPERTIES_H_
 
@@ -14,7 +15,7 @@
 namespace twinspan::target::testing {
 
 inline bool SameBits(const float* a, const float* b, size_t n) {
-  return std::memcmp(a, b, n * sizeof(float)) == 0;
+  return n == 0 || std::memcmp(a, b, n * sizeof(float)) == 0;  // Empty vectors' data may be null.
 }
 
 inline std::vector<int32_t> RandomTokens(std::mt19937& rng, int64_t n, int64_t vocab) {
@@ -115,6 +116,61 @@ inline void ExpectPrefillChunkingInvariant(const TargetModel& model, int64_t pro
     ASSERT_EQ(first.taps.size(), result->taps.size());
     EXPECT_TRUE(SameBits(first.taps.data(), result->taps.data(), first.taps.size()))
         << "chunk " << chunk;
+  }
+}
+
+inline void ExpectSameResult(const ForwardResult& got, const ForwardResult& want) {
+  EXPECT_EQ(got.first_position, want.first_position);
+  EXPECT_EQ(got.rows, want.rows);
+  EXPECT_EQ(got.logit_rows, want.logit_rows);
+  for (auto field : {&ForwardResult::logits, &ForwardResult::taps, &ForwardResult::embeddings,
+                     &ForwardResult::layer_outputs, &ForwardResult::final_norm}) {
+    ASSERT_EQ((got.*field).size(), (want.*field).size());
+    EXPECT_TRUE(SameBits((got.*field).data(), (want.*field).data(), (got.*field).size()));
+  }
+}
+
+// Four sequences with histories of 1, 9, 17 and 135 positions (the last crosses a 128-key
+// attention chunk), three rounds: one ForwardBatch of windows of 1..9 rows with mixed logits
+// rows, taps and captures equals each sequence's own Forward on a twin state bit for bit, and
+// committing a random prefix of each keeps the twins equal.
+inline void ExpectBatchEqualsSolo(const TargetModel& model, uint32_t seed) {
+  const int64_t vocab = model.config().vocab_size, layers = model.config().num_layers;
+  std::mt19937 rng(seed);
+  constexpr int kSequences = 4;
+  std::vector<std::unique_ptr<SequenceState>> batched, solo;
+  for (int s = 0; s < kSequences; ++s) {
+    const auto prompt = RandomTokens(rng, s == 3 ? 135 : 1 + 8 * s, vocab);
+    batched.push_back(Prefilled(model, prompt, 5));
+    solo.push_back(Prefilled(model, prompt, 64));
+  }
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    std::vector<std::vector<int32_t>> windows(kSequences);
+    std::vector<ForwardRequest> requests(kSequences);
+    std::vector<ForwardResult> results(kSequences);
+    std::vector<SequenceForward> batch;
+    for (int s = 0; s < kSequences; ++s) {
+      windows[s] = RandomTokens(rng, std::uniform_int_distribution<int>(1, 9)(rng), vocab);
+      requests[s].tokens = windows[s];
+      requests[s].logits = (s + round) % 4 == 3   ? LogitsRows::kLast
+                           : (s + round) % 4 == 2 ? LogitsRows::kNone
+                                                  : LogitsRows::kAll;
+      if (s % 2 == 1) requests[s].tap_layer_ids = {layers - 1, 0};
+      requests[s].capture_hidden_states = s == round;
+      batch.push_back({batched[s].get(), &requests[s], &results[s]});
+    }
+    ASSERT_TRUE(model.ForwardBatch(batch).ok());
+    for (int s = 0; s < kSequences; ++s) {
+      SCOPED_TRACE(::testing::Message() << "sequence " << s);
+      ForwardResult alone;
+      ASSERT_TRUE(model.Forward(*solo[s], requests[s], &alone).ok());
+      ExpectSameResult(results[s], alone);
+      const int64_t keep =
+          std::uniform_int_distribution<int64_t>(0, static_cast<int64_t>(windows[s].size()))(rng);
+      ASSERT_TRUE(model.Commit(*batched[s], keep).ok());
+      ASSERT_TRUE(model.Commit(*solo[s], keep).ok());
+    }
   }
 }
 

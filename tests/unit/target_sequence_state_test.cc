@@ -1,5 +1,6 @@
-// SequenceState bookkeeping and the recurrent-state snapshots families commit with.
+// SequenceState bookkeeping and the recurrent state (backend memory) families commit with.
 #include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "services/target/sequence_state.h"
 
 namespace twinspan::target {
@@ -21,22 +22,43 @@ TEST(SequenceStateTest, TracksPendingRowsAndRefusesOverflow) {
   EXPECT_TRUE(state.BeginForward(7).ok());
 }
 
-TEST(RecurrentStateTest, RestoresAnyRowSnapshotOrTheStart) {
-  RecurrentState state = RecurrentState::Zeros(2, 3);
-  state.conv = {1, 2};
-  state.ssm = {3, 4, 5};
-  state.SaveStart();
-  for (int row = 0; row < 3; ++row) {
-    state.conv[0] += 10;
-    state.ssm[2] += 100;
-    state.SaveRow(row);
-  }
-  state.RestoreRow(1);
-  EXPECT_EQ(state.conv, (std::vector<float>{21, 2}));
-  EXPECT_EQ(state.ssm, (std::vector<float>{3, 4, 205}));
-  state.RestoreStart();
-  EXPECT_EQ(state.conv, (std::vector<float>{1, 2}));
-  EXPECT_EQ(state.ssm, (std::vector<float>{3, 4, 5}));
+std::vector<float> Read(backend::Backend& be, const backend::Buffer& buffer) {
+  std::vector<float> out(buffer.bytes() / sizeof(float));
+  EXPECT_TRUE(be.Download(out.data(), buffer, 0, buffer.bytes()).ok());
+  return out;
+}
+
+TEST(RecurrentStateTest, StartsZeroedAndRestoresTheStateBeforeAForward) {
+  auto be = cpu::NewCpuBackend(nullptr);
+  auto created = RecurrentState::Create(*be, 2, 3);
+  ASSERT_TRUE(created.ok()) << created.status();
+  RecurrentState& state = **created;
+  EXPECT_EQ(Read(*be, state.conv()), (std::vector<float>{0, 0}));
+  EXPECT_EQ(Read(*be, state.ssm()), (std::vector<float>{0, 0, 0}));
+  const std::vector<float> conv = {1, 2}, ssm = {3, 4, 5};
+  ASSERT_TRUE(be->Upload(state.conv(), 0, conv.data(), 8).ok());
+  ASSERT_TRUE(be->Upload(state.ssm(), 0, ssm.data(), 12).ok());
+  EXPECT_EQ(state.pending_rows(), 0);
+  auto replay = state.BeginForward(*be, 4, 10);
+  ASSERT_TRUE(replay.ok()) << replay.status();
+  EXPECT_EQ(state.pending_rows(), 4);
+  EXPECT_TRUE(be->Zero(*replay, 10 * sizeof(float)).ok());  // Room for exactly 10 floats.
+  EXPECT_FALSE(be->Zero(*replay, 11 * sizeof(float)).ok());
+  const std::vector<float> advanced = {7, 8, 9};
+  ASSERT_TRUE(be->Upload(state.ssm(), 0, advanced.data(), 12).ok());
+  ASSERT_TRUE(state.RestoreStart(*be).ok());
+  EXPECT_EQ(Read(*be, state.conv()), conv);
+  EXPECT_EQ(Read(*be, state.ssm()), ssm);
+  state.EndForward();
+  EXPECT_EQ(state.pending_rows(), 0);
+}
+
+TEST(SequenceStateTest, CheckForwardChangesNothing) {
+  SequenceState state(4, {});
+  EXPECT_EQ(state.CheckForward(5).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(state.CheckForward(4).ok());
+  EXPECT_EQ(state.pending(), 0);
+  EXPECT_TRUE(state.OwnedBy(nullptr));  // Made by no model.
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "absl/strings/strip.h"
 #include "common/safetensors/writer.h"
 #include "common/status.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/parallel.h"
 #include "services/target/target_model.h"
 
@@ -35,8 +36,9 @@ absl::Status DumpLogits(const DumpLogitsOptions& options) {
     return absl::InvalidArgumentError(absl::StrFormat("--threads %d", options.threads));
   }
   cpu::ThreadPool pool(options.threads);
+  const std::unique_ptr<backend::Backend> backend = cpu::NewCpuBackend(&pool);
   target::TargetOptions target_options;
-  target_options.pool = &pool;
+  target_options.backend = backend.get();
   target_options.kv_dtype = options.kv_dtype;
   target_options.context = static_cast<int64_t>(options.ids.size());
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<target::TargetModel> model,

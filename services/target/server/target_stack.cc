@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/parallel.h"
 #include "services/engine/checkpoint_fingerprint.h"
 #include "services/engine/grpc/grpc_draft_channel.h"
@@ -19,6 +20,7 @@ namespace twinspan::serving {
 
 struct TargetStack::Parts {
   std::unique_ptr<cpu::ThreadPool> pool;
+  std::unique_ptr<backend::Backend> backend;  // The model's; after the pool, before the model.
   std::unique_ptr<target::TargetModel> model;
   std::unique_ptr<TokenizerCodec> codec;
   std::unique_ptr<TargetVerifier> verifier;
@@ -42,8 +44,9 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   Parts& p = *stack->parts_;
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   p.pool = std::make_unique<cpu::ThreadPool>(threads);
+  p.backend = cpu::NewCpuBackend(p.pool.get());
   target::TargetOptions topt;
-  topt.pool = p.pool.get();
+  topt.backend = p.backend.get();
   topt.context = o.context;
   topt.drafter_configured = !o.drafter_address.empty() || !o.drafter_model_dir.empty();
   ABSL_ASSIGN_OR_RETURN(p.model, target::OpenTargetModel(o.model_dir, topt));
@@ -106,8 +109,9 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   bopt.name = o.name;
   bopt.default_max_tokens = o.default_max_tokens;
   stack->backend_ = std::make_unique<TargetBackend>(stack->engine_.get(), p.codec.get(), bopt);
-  spdlog::info("{}: {} ({}), vocab {}, context {}, parallel {}, threads {}, drafter {}", o.name,
-               o.model_dir, config.model_type, info.vocab_size, o.context, o.parallel, threads,
+  spdlog::info("{}: {} ({}), vocab {}, context {}, parallel {}, threads {}, backend {}, drafter {}",
+               o.name, o.model_dir, config.model_type, info.vocab_size, o.context, o.parallel,
+               threads, p.backend->name(),
                !o.drafter_address.empty()     ? o.drafter_address
                : !o.drafter_model_dir.empty() ? "in-process"
                                               : "none");

@@ -19,6 +19,9 @@ class TargetVerifier : public engine::VerifierModel {
 
   const engine::VerifierInfo& info() const override { return info_; }
   absl::StatusOr<std::unique_ptr<engine::VerifierSequence>> NewSequence() const override;
+  // Every job that passes TargetModel::CheckForward runs in one TargetModel::ForwardBatch; a job
+  // that fails it (or whose sequence this verifier did not make: InvalidArgument) fails alone.
+  void VerifyBatch(absl::Span<engine::VerifyJob> jobs) const override;
 
  private:
   const target::TargetModel* model_;

@@ -1,0 +1,447 @@
+#include "kernels/cpu/cpu_backend.h"
+
+#include <cstring>
+#include <limits>
+#include <map>
+#include <new>
+#include <span>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "common/status.h"
+#include "kernels/cpu/add.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/causal_conv1d.h"
+#include "kernels/cpu/dynamic_conv.h"
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/gated_delta_net.h"
+#include "kernels/cpu/gated_rms_norm.h"
+#include "kernels/cpu/kv_cache.h"
+#include "kernels/cpu/kv_write.h"
+#include "kernels/cpu/mul_sigmoid.h"
+#include "kernels/cpu/rms_norm.h"
+#include "kernels/cpu/rope.h"
+#include "kernels/cpu/swiglu.h"
+#include "kernels/cpu/topk.h"
+
+namespace twinspan::cpu {
+namespace {
+
+// 64-byte blocks: a cache line, and every 4-float vector load stays within one line.
+constexpr std::align_val_t kAlignment{64};
+constexpr size_t kFloat = sizeof(float);
+
+// The live blocks of one backend, so ops can check that a pointer range lies inside one of them.
+// Thread-safe: buffers may be freed on any thread.
+class Registry {
+ public:
+  void Add(const void* base, size_t bytes) {
+    absl::MutexLock lock(&mu_);
+    blocks_[reinterpret_cast<uintptr_t>(base)] = bytes;
+  }
+  void Remove(const void* base) {
+    absl::MutexLock lock(&mu_);
+    blocks_.erase(reinterpret_cast<uintptr_t>(base));
+  }
+  // True when [p, p + bytes) lies inside one live block.
+  bool Contains(const void* p, size_t bytes) const {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+    absl::MutexLock lock(&mu_);
+    auto it = blocks_.upper_bound(begin);
+    if (it == blocks_.begin()) return false;
+    --it;
+    const uintptr_t offset = begin - it->first;
+    return offset <= it->second && bytes <= it->second - offset;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::map<uintptr_t, size_t> blocks_ ABSL_GUARDED_BY(mu_);
+};
+
+class CpuBuffer final : public backend::Buffer {
+ public:
+  CpuBuffer(std::shared_ptr<Registry> registry, void* data, size_t bytes)
+      : registry_(std::move(registry)), data_(data), bytes_(bytes) {
+    if (data_ != nullptr) registry_->Add(data_, bytes_);
+  }
+  ~CpuBuffer() override {
+    if (data_ == nullptr) return;
+    registry_->Remove(data_);
+    ::operator delete(data_, kAlignment);
+  }
+  CpuBuffer(const CpuBuffer&) = delete;
+  CpuBuffer& operator=(const CpuBuffer&) = delete;
+
+  void* data() override { return data_; }
+  const void* data() const override { return data_; }
+  size_t bytes() const override { return bytes_; }
+  const Registry* registry() const { return registry_.get(); }
+
+ private:
+  std::shared_ptr<Registry> registry_;  // Shared so a buffer freed late never touches freed memory.
+  void* data_;
+  size_t bytes_;
+};
+
+class CpuLinearHandle final : public backend::LinearHandle {
+ public:
+  CpuLinearHandle(const Registry* owner, LinearWeight weight)
+      : owner_(owner), weight_(std::move(weight)) {}
+  int64_t in_features() const override { return weight_.in_features(); }
+  int64_t out_features() const override { return weight_.out_features(); }
+  const Registry* owner() const { return owner_; }
+  const LinearWeight& weight() const { return weight_; }
+
+ private:
+  const Registry* owner_;
+  LinearWeight weight_;  // Shares the loaded values: uploading copies nothing.
+};
+
+class CpuEmbeddingHandle final : public backend::EmbeddingHandle {
+ public:
+  CpuEmbeddingHandle(const Registry* owner, EmbeddingTable table)
+      : owner_(owner), table_(std::move(table)) {}
+  int64_t rows() const override { return table_.rows(); }
+  int64_t dim() const override { return table_.dim(); }
+  const Registry* owner() const { return owner_; }
+  const EmbeddingTable& table() const { return table_; }
+
+ private:
+  const Registry* owner_;
+  EmbeddingTable table_;
+};
+
+class CpuKvCacheHandle final : public backend::KvCacheHandle {
+ public:
+  CpuKvCacheHandle(const Registry* owner, KvCache cache)
+      : owner_(owner), cache_(std::move(cache)) {}
+  int64_t capacity() const override { return cache_.capacity(); }
+  int64_t kv_heads() const override { return cache_.kv_heads(); }
+  int64_t head_dim() const override { return cache_.head_dim(); }
+  KvDtype dtype() const override { return cache_.dtype(); }
+  const Registry* owner() const { return owner_; }
+  KvCache& cache() { return cache_; }
+  const KvCache& cache() const { return cache_; }
+
+ private:
+  const Registry* owner_;
+  KvCache cache_;
+};
+
+// Bytes of `rows` rows of `width` elements whose starts are `stride` elements apart; 0 for an
+// empty range, SIZE_MAX for one no buffer can hold (a negative stride).
+size_t Extent(int64_t rows, int64_t stride, int64_t width, size_t element = kFloat) {
+  if (rows <= 0 || width <= 0) return 0;
+  if (stride < 0) return std::numeric_limits<size_t>::max();
+  return (static_cast<size_t>(rows - 1) * static_cast<size_t>(stride) +
+          static_cast<size_t>(width)) *
+         element;
+}
+
+size_t Packed(int64_t n, size_t element = kFloat) { return Extent(n > 0 ? 1 : 0, 0, n, element); }
+
+class CpuBackend final : public backend::Backend {
+ public:
+  explicit CpuBackend(ThreadPool* pool) : ctx_{pool}, registry_(std::make_shared<Registry>()) {}
+
+  std::string name() const override { return "cpu"; }
+
+  absl::StatusOr<std::unique_ptr<backend::Buffer>> Allocate(size_t bytes) override {
+    void* data = nullptr;
+    if (bytes > 0) {
+      data = ::operator new(bytes, kAlignment, std::nothrow);
+      if (data == nullptr) {
+        return absl::ResourceExhaustedError(
+            absl::StrFormat("cpu backend: cannot allocate %d bytes", bytes));
+      }
+    }
+    return std::make_unique<CpuBuffer>(registry_, data, bytes);
+  }
+
+  absl::Status Upload(backend::Buffer& dst, size_t offset, const void* src, size_t bytes) override {
+    ABSL_RETURN_IF_ERROR(CheckBufferRange("Upload", dst, offset, bytes));
+    if (bytes > 0 && src == nullptr) return absl::InvalidArgumentError("Upload: null source");
+    if (bytes > 0) std::memcpy(static_cast<std::byte*>(dst.data()) + offset, src, bytes);
+    return absl::OkStatus();
+  }
+
+  absl::Status Download(void* dst, const backend::Buffer& src, size_t offset,
+                        size_t bytes) override {
+    ABSL_RETURN_IF_ERROR(CheckBufferRange("Download", src, offset, bytes));
+    if (bytes > 0 && dst == nullptr) return absl::InvalidArgumentError("Download: null target");
+    if (bytes > 0) std::memcpy(dst, static_cast<const std::byte*>(src.data()) + offset, bytes);
+    return absl::OkStatus();
+  }
+
+  absl::Status Copy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
+                      size_t width_bytes, int64_t rows) override {
+    if (rows < 0 || dst_pitch < width_bytes || src_pitch < width_bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("Copy2D: %d rows of %d bytes with pitches dst %d / src %d (a pitch is "
+                          "below the width)",
+                          rows, width_bytes, dst_pitch, src_pitch));
+    }
+    const size_t dst_bytes = Extent(rows, dst_pitch, width_bytes, 1);
+    const size_t src_bytes = Extent(rows, src_pitch, width_bytes, 1);
+    ABSL_RETURN_IF_ERROR(CheckRange("Copy2D", "dst", dst, dst_bytes));
+    ABSL_RETURN_IF_ERROR(CheckRange("Copy2D", "src", src, src_bytes));
+    if (dst_bytes == 0) return absl::OkStatus();
+    const uintptr_t d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+    if (d < s + src_bytes && s < d + dst_bytes) {
+      return absl::InvalidArgumentError("Copy2D: dst and src overlap");
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(static_cast<std::byte*>(dst) + r * dst_pitch,
+                  static_cast<const std::byte*>(src) + r * src_pitch, width_bytes);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Zero(void* dst, size_t bytes) override {
+    ABSL_RETURN_IF_ERROR(CheckRange("Zero", "dst", dst, bytes));
+    if (bytes > 0) std::memset(dst, 0, bytes);
+    return absl::OkStatus();
+  }
+
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  absl::StatusOr<std::unique_ptr<backend::LinearHandle>> UploadLinear(
+      const LinearWeight& weight) override {
+    if (weight.empty()) return absl::InvalidArgumentError("UploadLinear: empty weight");
+    return std::make_unique<CpuLinearHandle>(registry_.get(), weight);
+  }
+
+  absl::StatusOr<std::unique_ptr<backend::EmbeddingHandle>> UploadEmbedding(
+      const EmbeddingTable& table) override {
+    if (table.rows() == 0) return absl::InvalidArgumentError("UploadEmbedding: empty table");
+    return std::make_unique<CpuEmbeddingHandle>(registry_.get(), table);
+  }
+
+  absl::StatusOr<std::unique_ptr<backend::Buffer>> UploadFloats(
+      absl::Span<const float> values) override {
+    ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> buffer,
+                          Allocate(values.size() * kFloat));
+    ABSL_RETURN_IF_ERROR(Upload(*buffer, 0, values.data(), values.size() * kFloat));
+    return buffer;
+  }
+
+  absl::StatusOr<std::unique_ptr<backend::KvCacheHandle>> NewKvCache(KvDtype dtype,
+                                                                     int64_t capacity,
+                                                                     int64_t kv_heads,
+                                                                     int64_t head_dim) override {
+    ABSL_ASSIGN_OR_RETURN(KvCache cache, KvCache::Create(dtype, capacity, kv_heads, head_dim));
+    return std::make_unique<CpuKvCacheHandle>(registry_.get(), std::move(cache));
+  }
+
+  absl::Status Embedding(const backend::EmbeddingHandle& table, absl::Span<const int32_t> ids,
+                         float* out) override {
+    ABSL_ASSIGN_OR_RETURN(const CpuEmbeddingHandle* t, Own<CpuEmbeddingHandle>("Embedding", table));
+    const int64_t rows = static_cast<int64_t>(ids.size());
+    ABSL_RETURN_IF_ERROR(CheckRange("Embedding", "out", out, Packed(rows * t->dim())));
+    return cpu::Embedding(ctx_, t->table(), ids.data(), rows, out);
+  }
+
+  absl::Status RmsNorm(const float* x, int64_t x_stride, int64_t rows, int64_t dim,
+                       const float* weight, float eps, float* y, int64_t y_stride) override {
+    ABSL_RETURN_IF_ERROR(CheckRange("RmsNorm", "x", x, Extent(rows, x_stride, dim)));
+    ABSL_RETURN_IF_ERROR(CheckRange("RmsNorm", "weight", weight, rows > 0 ? Packed(dim) : 0));
+    ABSL_RETURN_IF_ERROR(CheckRange("RmsNorm", "y", y, Extent(rows, y_stride, dim)));
+    return cpu::RmsNorm(ctx_, x, x_stride, rows, dim, weight, eps, y, y_stride);
+  }
+
+  absl::Status Linear(const float* x, int64_t x_stride, int64_t rows,
+                      const backend::LinearHandle& w, float* y, int64_t y_stride) override {
+    ABSL_ASSIGN_OR_RETURN(const CpuLinearHandle* h, Own<CpuLinearHandle>("Linear", w));
+    ABSL_RETURN_IF_ERROR(CheckRange("Linear", "x", x, Extent(rows, x_stride, w.in_features())));
+    ABSL_RETURN_IF_ERROR(CheckRange("Linear", "y", y, Extent(rows, y_stride, w.out_features())));
+    return cpu::Linear(ctx_, x, x_stride, rows, h->weight(), y, y_stride);
+  }
+
+  absl::Status Rope(float* x, int64_t x_stride, int64_t rows, int64_t heads, int64_t head_dim,
+                    int64_t rot_dim, const float* cos, const float* sin) override {
+    ABSL_RETURN_IF_ERROR(CheckRange("Rope", "x", x, Extent(rows, x_stride, heads * head_dim)));
+    ABSL_RETURN_IF_ERROR(CheckRange("Rope", "cos", cos, Packed(rows * (rot_dim / 2))));
+    ABSL_RETURN_IF_ERROR(CheckRange("Rope", "sin", sin, Packed(rows * (rot_dim / 2))));
+    return cpu::Rope(ctx_, x, x_stride, rows, heads, head_dim, rot_dim, cos, sin);
+  }
+
+  absl::Status SwiGlu(const float* gate, const float* up, int64_t in_stride, int64_t rows,
+                      int64_t dim, float* out, int64_t out_stride) override {
+    ABSL_RETURN_IF_ERROR(CheckRange("SwiGlu", "gate", gate, Extent(rows, in_stride, dim)));
+    ABSL_RETURN_IF_ERROR(CheckRange("SwiGlu", "up", up, Extent(rows, in_stride, dim)));
+    ABSL_RETURN_IF_ERROR(CheckRange("SwiGlu", "out", out, Extent(rows, out_stride, dim)));
+    return cpu::SwiGlu(ctx_, gate, up, in_stride, rows, dim, out, out_stride);
+  }
+
+  absl::Status Add(const float* a, const float* b, int64_t n, float* out) override {
+    ABSL_RETURN_IF_ERROR(CheckRange("Add", "a", a, Packed(n)));
+    ABSL_RETURN_IF_ERROR(CheckRange("Add", "b", b, Packed(n)));
+    ABSL_RETURN_IF_ERROR(CheckRange("Add", "out", out, Packed(n)));
+    return cpu::Add(ctx_, a, b, n, out);
+  }
+
+  absl::Status MulSigmoid(float* x, int64_t x_stride, const float* gate, int64_t gate_stride,
+                          int64_t rows, int64_t dim) override {
+    ABSL_RETURN_IF_ERROR(CheckRange("MulSigmoid", "x", x, Extent(rows, x_stride, dim)));
+    ABSL_RETURN_IF_ERROR(CheckRange("MulSigmoid", "gate", gate, Extent(rows, gate_stride, dim)));
+    return cpu::MulSigmoid(ctx_, x, x_stride, gate, gate_stride, rows, dim);
+  }
+
+  absl::Status KvWrite(backend::KvCacheHandle& kv, absl::Span<const int64_t> positions,
+                       const float* k, int64_t k_stride, const float* v,
+                       int64_t v_stride) override {
+    ABSL_ASSIGN_OR_RETURN(CpuKvCacheHandle * cache, OwnMutable<CpuKvCacheHandle>("KvWrite", kv));
+    const int64_t rows = static_cast<int64_t>(positions.size());
+    const int64_t width = kv.kv_heads() * kv.head_dim();
+    ABSL_RETURN_IF_ERROR(CheckRange("KvWrite", "k", k, Extent(rows, k_stride, width)));
+    ABSL_RETURN_IF_ERROR(CheckRange("KvWrite", "v", v, Extent(rows, v_stride, width)));
+    return cpu::KvWrite(ctx_, cache->cache(), positions.data(), rows, k, k_stride, v, v_stride);
+  }
+
+  absl::Status Attention(const AttentionShape& shape, const float* q, int64_t q_stride,
+                         absl::Span<const int64_t> positions, const backend::KvCacheHandle& kv,
+                         int64_t num_keys, float* out, int64_t out_stride) override {
+    ABSL_ASSIGN_OR_RETURN(const CpuKvCacheHandle* cache, Own<CpuKvCacheHandle>("Attention", kv));
+    const int64_t rows = static_cast<int64_t>(positions.size());
+    const int64_t width = shape.num_heads * shape.head_dim;
+    ABSL_RETURN_IF_ERROR(CheckRange("Attention", "q", q, Extent(rows, q_stride, width)));
+    ABSL_RETURN_IF_ERROR(CheckRange("Attention", "out", out, Extent(rows, out_stride, width)));
+    return cpu::Attention(ctx_, shape, q, q_stride, positions.data(), rows, cache->cache(),
+                          num_keys, out, out_stride);
+  }
+
+  absl::Status CausalConv1d(const float* x, int64_t rows, int64_t channels, const float* weight,
+                            int64_t kernel, float* conv_state, float* y) override {
+    ABSL_RETURN_IF_ERROR(CheckRange("CausalConv1d", "x", x, Packed(rows * channels)));
+    ABSL_RETURN_IF_ERROR(CheckRange("CausalConv1d", "weight", weight, Packed(channels * kernel)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("CausalConv1d", "conv_state", conv_state, Packed((kernel - 1) * channels)));
+    ABSL_RETURN_IF_ERROR(CheckRange("CausalConv1d", "y", y, Packed(rows * channels)));
+    return cpu::CausalConv1d(ctx_, x, rows, channels, weight, kernel, conv_state, y);
+  }
+
+  absl::Status GatedDeltaNetGates(const float* a, const float* b, int64_t rows, int64_t v_heads,
+                                  const float* a_log, const float* dt_bias, float* g,
+                                  float* beta) override {
+    const size_t per_row = Packed(rows * v_heads);
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNetGates", "a", a, per_row));
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNetGates", "b", b, per_row));
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNetGates", "a_log", a_log, Packed(v_heads)));
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNetGates", "dt_bias", dt_bias, Packed(v_heads)));
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNetGates", "g", g, per_row));
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNetGates", "beta", beta, per_row));
+    return cpu::GatedDeltaNetGates(ctx_, a, b, rows, v_heads, a_log, dt_bias, g, beta);
+  }
+
+  absl::Status GatedDeltaNet(const float* qkv, const float* g, const float* beta, int64_t rows,
+                             const GatedDeltaNetDims& dims, float* state, float* out) override {
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNet", "qkv", qkv, Packed(rows * dims.qkv_width())));
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNet", "g", g, Packed(rows * dims.v_heads)));
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNet", "beta", beta, Packed(rows * dims.v_heads)));
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNet", "state", state, Packed(dims.state_size())));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("GatedDeltaNet", "out", out, Packed(rows * dims.v_heads * dims.v_dim)));
+    return cpu::GatedDeltaNet(ctx_, qkv, g, beta, rows, dims, state, out);
+  }
+
+  absl::Status GatedRmsNorm(const float* x, const float* gate, int64_t groups, int64_t dim,
+                            const float* weight, float eps, float* y) override {
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedRmsNorm", "x", x, Packed(groups * dim)));
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedRmsNorm", "gate", gate, Packed(groups * dim)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("GatedRmsNorm", "weight", weight, groups > 0 ? Packed(dim) : 0));
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedRmsNorm", "y", y, Packed(groups * dim)));
+    return cpu::GatedRmsNorm(ctx_, x, gate, groups, dim, weight, eps, y);
+  }
+
+  absl::Status DynamicConv(float* out, const float* x, const float* base, const float* dynamic,
+                           const DynamicConvParams& p) override {
+    if (p.rows < 0 || p.channels <= 0 || p.taps <= 0 || p.group_size <= 0 ||
+        p.channels % p.group_size != 0) {
+      return cpu::DynamicConv(ctx_, {}, {}, {}, {}, p);  // The op names what is wrong.
+    }
+    const int64_t n = p.rows * p.channels;
+    const int64_t dynamic_n =
+        p.rows == 0 ? 0
+                    : (p.rows - 1) * p.dynamic_row_stride + p.taps * (p.channels / p.group_size);
+    ABSL_RETURN_IF_ERROR(CheckRange("DynamicConv", "out", out, Packed(n)));
+    ABSL_RETURN_IF_ERROR(CheckRange("DynamicConv", "x", x, Packed(n)));
+    ABSL_RETURN_IF_ERROR(CheckRange("DynamicConv", "base", base, Packed(p.taps * p.channels)));
+    ABSL_RETURN_IF_ERROR(CheckRange("DynamicConv", "dynamic", dynamic, Packed(dynamic_n)));
+    return cpu::DynamicConv(ctx_, Span(out, n), Span(x, n), Span(base, p.taps * p.channels),
+                            Span(dynamic, dynamic_n), p);
+  }
+
+  absl::Status TopK(const float* logits, float* values, int32_t* indices,
+                    const TopKParams& p) override {
+    const int64_t n = p.rows * p.cols, k = p.rows * p.k;
+    ABSL_RETURN_IF_ERROR(CheckRange("TopK", "logits", logits, Packed(n)));
+    ABSL_RETURN_IF_ERROR(CheckRange("TopK", "values", values, Packed(k)));
+    ABSL_RETURN_IF_ERROR(CheckRange("TopK", "indices", indices, Packed(k, sizeof(int32_t))));
+    return cpu::TopK(ctx_, Span(logits, n), Span(values, k), Span(indices, k), p);
+  }
+
+ private:
+  template <typename T>
+  static std::span<T> Span(T* p, int64_t n) {
+    return n > 0 ? std::span<T>(p, static_cast<size_t>(n)) : std::span<T>();
+  }
+
+  // InvalidArgument unless [p, p + bytes) lies inside one live buffer of this backend.
+  absl::Status CheckRange(const char* op, const char* arg, const void* p, size_t bytes) const {
+    if (bytes == 0 || registry_->Contains(p, bytes)) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s (%d bytes at %p) is not inside one buffer of this %s backend", op,
+                        arg, bytes, p, name()));
+  }
+
+  absl::Status CheckBufferRange(const char* op, const backend::Buffer& buffer, size_t offset,
+                                size_t bytes) const {
+    const auto* own = dynamic_cast<const CpuBuffer*>(&buffer);
+    if (own == nullptr || own->registry() != registry_.get()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: the buffer is not from this backend", op));
+    }
+    if (offset > buffer.bytes() || bytes > buffer.bytes() - offset) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: bytes [%d, %d) outside a buffer of %d bytes", op, offset,
+                          offset + bytes, buffer.bytes()));
+    }
+    return absl::OkStatus();
+  }
+
+  template <typename T, typename Handle>
+  absl::StatusOr<const T*> Own(const char* op, const Handle& handle) const {
+    const auto* own = dynamic_cast<const T*>(&handle);
+    if (own == nullptr || own->owner() != registry_.get()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: the handle is not from this backend", op));
+    }
+    return own;
+  }
+
+  template <typename T, typename Handle>
+  absl::StatusOr<T*> OwnMutable(const char* op, Handle& handle) const {
+    ABSL_ASSIGN_OR_RETURN(const T* own, Own<T>(op, handle));
+    return const_cast<T*>(own);
+  }
+
+  const Context ctx_;
+  const std::shared_ptr<Registry> registry_;
+};
+
+}  // namespace
+
+std::unique_ptr<backend::Backend> NewCpuBackend(ThreadPool* pool) {
+  return std::make_unique<CpuBackend>(pool);
+}
+
+const LinearWeight* CpuLinearWeight(const backend::LinearHandle& handle) {
+  const auto* own = dynamic_cast<const CpuLinearHandle*>(&handle);
+  return own == nullptr ? nullptr : &own->weight();
+}
+
+}  // namespace twinspan::cpu
