@@ -29,7 +29,9 @@ size_t GatedDeltaNetChunkedWorkspaceBytes(const cpu::GatedDeltaNetDims& dims, in
 // recurrent cpu::GatedDeltaNet: rel_fro <= 1e-5 on out and state, each element within
 // 5e-5 * (rms + |ref|) (measured about 1e-6 for 27B shapes, 1,000 rows, weak and strong decay).
 // Deterministic: the bits depend on the rows and their chunking, never on timing. Uses
-// GatedDeltaNetChunkedWorkspaceBytes(dims, rows) bytes of ctx.workspace.
+// GatedDeltaNetChunkedWorkspaceBytes(dims, rows) bytes of ctx.workspace as scratch and leaves
+// them overwritten. REQUIRES: that memory holds nothing that must persist, so not an Exl3Linear
+// workspace, whose counters must stay zero.
 // InvalidArgument naming the argument for the dims GatedDeltaNet refuses, k_dim above 128, or a
 // null pointer; ResourceExhausted for a small workspace; Internal for a failed launch.
 absl::Status GatedDeltaNetChunked(const Context& ctx, const float* qkv, const float* g,

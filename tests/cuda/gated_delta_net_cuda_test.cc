@@ -48,7 +48,7 @@ struct DeviceInputs {
 
 TEST(GatedDeltaNetGatesCudaTest, MatchesCpu) {
   testing::TestStream stream;
-  for (const auto [rows, v_heads] :
+  for (const auto& [rows, v_heads] :
        {std::pair<int64_t, int64_t>{1, 48}, {16, 48}, {300, 48}, {3, 5}, {0, 4}}) {
     SCOPED_TRACE(absl::StrFormat("rows %d v_heads %d", rows, v_heads));
     std::mt19937 rng(7 + static_cast<uint32_t>(rows));

@@ -151,10 +151,11 @@ int main(int argc, char** argv) {
   const auto& r = twinspan::cuda::testing::TheRecord();
   const std::string name =
       argc > 0 ? std::string(argv[0]).substr(std::string(argv[0]).rfind('/') + 1) : "";
-  const std::string worst =
-      r.close_checks == 0
-          ? std::string("no tolerance checks: bit for bit throughout")
-          : absl::StrFormat("worst error/tolerance %.3g (%s)", r.worst_ratio, r.worst_what);
+  std::string worst = "every tolerance check exact";
+  if (r.close_checks == 0) worst = "no tolerance checks: bit for bit throughout";
+  if (r.worst_ratio > 0.0) {
+    worst = absl::StrFormat("worst error/tolerance %.3g (%s)", r.worst_ratio, r.worst_what);
+  }
   std::printf(
       "%s: %d/%d tests passed in %.1f s; %lld tolerance and %lld bit-for-bit checks over "
       "%lld elements; %s\n",

@@ -19,13 +19,6 @@
 
 namespace twinspan::cuda::testing {
 
-// Fails the current test with the CUDA error of `expr`.
-#define GDN_CUDA_OK(expr)                                                           \
-  do {                                                                              \
-    const cudaError_t gdn_cuda_error_ = (expr);                                     \
-    ASSERT_EQ(gdn_cuda_error_, cudaSuccess) << cudaGetErrorString(gdn_cuda_error_); \
-  } while (false)
-
 // One device allocation of `size` T (at least 16 bytes, so an empty array still has a valid
 // pointer), every byte 0xFF when made (NaN floats, -1 ints), so an element an op should have
 // written and did not shows up.
@@ -46,11 +39,17 @@ class DeviceArray {
   std::span<T> span() const { return {get(), size_}; }
   std::span<const T> cspan() const { return {get(), size_}; }
 
-  void Poison() { EXPECT_EQ(cudaMemset(ptr_, 0xFF, std::max<size_t>(Bytes(), 16)), cudaSuccess); }
+  // Both wait for the device: the ops run on a non-blocking stream, which does not wait for
+  // cudaMemset's or a pageable cudaMemcpy's work on the legacy stream.
+  void Poison() {
+    EXPECT_EQ(cudaMemset(ptr_, 0xFF, std::max<size_t>(Bytes(), 16)), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
   void Upload(const std::vector<T>& host) {
     ASSERT_EQ(host.size(), size_);
     if (size_ == 0) return;
     EXPECT_EQ(cudaMemcpy(ptr_, host.data(), Bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
   // Waits for the device, then copies back.
   std::vector<T> Download() const {
