@@ -4,14 +4,16 @@
 #       build-cuda; DEST default device): packs the GPU test and benchmark binaries and
 #       twinspan-synth with their shared libraries, the golden files they read and this script into
 #       DEST/device.tar.xz, for a GPU machine that lacks our libraries (xz shrinks the device code
-#       about sevenfold, so a set fits the 64 MiB one GPU call carries). GPU_SET picks the set:
-#       default (every *_cuda_test but target_exl3_cuda_test, the benches, twinspan-synth) or
-#       exl3-target (target_exl3_cuda_test with exl3_qwen3_tiny and its logits, ~51 MB).
+#       about sevenfold; one GPU call carries at most 64 MiB). ONLY=REGEX bundles the binaries whose
+#       names match and SKIP=REGEX drops some; each brings the golden data it reads. Three sets fit:
+#       the default (SKIP defaults to the two EXL3 tests), the EXL3 linear with the benches
+#       (ONLY='exl3_linear_cuda_test|bench' SKIP=, ~35 MB) and the EXL3 target (ONLY=target_exl3
+#       SKIP=, ~51 MB).
 #       OLD_BENCH=PATH adds a previous build's twinspan_gpu_bench as twinspan_gpu_bench_old, timed
 #       in the same call for before/after numbers.
 #   scripts/gpu-check.sh  or  DEST/gpu-check.sh  (on the GPU machine, with DEST carried along):
 #       unpacks DEST/device.tar.xz, runs every *_cuda_test (TESTS: a grep -E filter of their
-#       names), then twinspan_gpu_bench_old (OLD_BENCH_ARGS, default the forward and head
+#       names; each stopped after TEST_TIMEOUT seconds, default 300), then twinspan_gpu_bench_old (OLD_BENCH_ARGS, default the forward and head
 #       sections) if present and twinspan_gpu_bench (BENCH_ARGS; SKIP_BENCH=1 skips both), then
 #       the one-round benchmark on a synthetic 27B pair when ROUND=1 (ROUND_ARGS); writes logs under
 #       $OUT (default ./gpu-out) and prints a short summary last.
@@ -26,17 +28,23 @@ if [ "${1:-}" = bundle ]; then
   mkdir -p "$dest"
   rm -rf "$dest/golden" "$dest/device.tar.xz"
   mkdir -p "$dest/golden"
-  case ${GPU_SET:-default} in
-    default)
-      bins=$(find "$build/tests/cuda" "$build/tools" -maxdepth 2 -type f -executable \
-        \( -name '*_cuda_test' ! -name 'target_exl3_cuda_test' -o -name 'twinspan_gpu_bench' \
-        -o -name 'twinspan_round_bench' -o -name 'twinspan-synth' \) 2>/dev/null)
-      golden='exl3_linear hf_qwen3_tiny hf_qwen3_5_tiny exl3_qwen3_5_tiny exl3_qwen3_5_tiny_ref' ;;
-    exl3-target)
-      bins=$(find "$build/tests/cuda" -maxdepth 1 -type f -executable -name 'target_exl3_cuda_test')
-      golden='exl3_qwen3_tiny exl3_qwen3_tiny_ref' ;;
-    *) echo "unknown GPU_SET ${GPU_SET}" >&2; exit 2 ;;
-  esac
+  # The EXL3 tests' golden data (30 and 51 MB) fill a call each, so the default leaves them out.
+  only=${ONLY:-.}
+  skip=${SKIP-^(target_exl3_cuda_test|exl3_linear_cuda_test)$}
+  bins=$(find "$build/tests/cuda" "$build/tools" -maxdepth 2 -type f -executable \
+    \( -name '*_cuda_test' -o -name 'twinspan_gpu_bench' -o -name 'twinspan_round_bench' \
+    -o -name 'twinspan-synth' \) 2>/dev/null | while read -r b; do
+      n=$(basename "$b")
+      if [[ $n =~ $only ]] && ! { [ -n "$skip" ] && [[ $n =~ $skip ]]; }; then echo "$b"; fi
+    done)
+  golden=""
+  for b in $bins; do
+    case $(basename "$b") in
+      exl3_linear_cuda_test) golden="$golden exl3_linear" ;;
+      target_cuda_test) golden="$golden hf_qwen3_tiny hf_qwen3_5_tiny exl3_qwen3_5_tiny exl3_qwen3_5_tiny_ref" ;;
+      target_exl3_cuda_test) golden="$golden exl3_qwen3_tiny exl3_qwen3_tiny_ref" ;;
+    esac
+  done
   rm -rf "$dest/bundle"
   ../shared/tools/device-bundle.sh "$dest/bundle" $bins
   if [ -n "${OLD_BENCH:-}" ]; then
@@ -47,14 +55,18 @@ if [ "${1:-}" = bundle ]; then
   fi
   strip "$dest"/bundle/bin/* "$dest"/bundle/lib/*.so* 2>/dev/null || true
   # The checkpoints without their tokenizers or meta files: no GPU test reads them.
-  (cd "${TWINSPAN_GOLDEN:-../shared/golden}" && tar -cf - --exclude=tokenizer.json \
-    --exclude='*meta.json' $golden) | tar -xf - -C "$dest/golden"
+  if [ -n "$golden" ]; then
+    # shellcheck disable=SC2086
+    (cd "${TWINSPAN_GOLDEN:-../shared/golden}" && tar -cf - --exclude=tokenizer.json \
+      --exclude='*meta.json' $(printf '%s\n' $golden | sort -u)) | tar -xf - -C "$dest/golden"
+  fi
   cp "$here/gpu-check.sh" "$dest/gpu-check.sh"
   git log -1 --format='commit %H' > "$dest/commit"
   git status --porcelain --untracked-files=no | sed 's/^/modified: /' >> "$dest/commit"
   tar -C "$dest" -cJf "$dest/device.tar.xz" bundle golden commit
   rm -rf "$dest/bundle" "$dest/golden"
   du -sh "$dest" | awk '{print "'"$dest"'/: "$1}'
+  [ "$(du -sm "$dest" | cut -f1)" -lt 60 ] || echo "warning: $dest is over 60 MB; a GPU call carries 64 MiB"
   exit 0
 fi
 
@@ -80,7 +92,7 @@ for t in "$bundle"/bin/*_cuda_test; do
   name=$(basename "$t")
   [[ $name =~ ${TESTS:-.} ]] || continue
   start=$SECONDS
-  "$bundle/run" "$name" >"$out/$name.log" 2>&1
+  timeout "${TEST_TIMEOUT:-300}" "$bundle/run" "$name" >"$out/$name.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || status=1
   line="$name: exit $rc in $((SECONDS - start)) s, $(grep -E '^\[  (PASSED|FAILED)  \]|^SUMMARY' "$out/$name.log" | tr '\n' ' ')"

@@ -6,7 +6,7 @@
 //    <= 1e-5;
 //  - on the GPU, bit for bit: verify(k) == k + 1 serial steps, prefill chunking, and ForwardBatch
 //    == each sequence alone (tests/unit/target_properties.h), with bf16 and f32 K/V.
-// Needs a GPU: scripts/gpu-check.sh runs it (GPU_SET=exl3-target for its bundle).
+// Needs a GPU: scripts/gpu-check.sh runs it (ONLY=target_exl3_cuda_test SKIP= for its bundle).
 #include <algorithm>
 #include <memory>
 #include <random>
