@@ -1,29 +1,50 @@
 #!/usr/bin/env bash
 # gpu-check.sh: the GPU tests and benchmarks in one go.
 #   scripts/gpu-check.sh bundle [BUILD_DIR]  (here, after building BUILD_DIR, default build-cuda):
-#       packs the GPU test and benchmark binaries with their shared libraries into device/bundle and
-#       the golden files they read into device/golden, for a GPU machine that lacks our libraries.
+#       packs the GPU test and benchmark binaries with their shared libraries and the golden files
+#       they read into device/device.tar.xz, for a GPU machine that lacks our libraries. xz shrinks
+#       the binaries' device code about sevenfold, so a set fits the 64 MiB one GPU call carries.
+#       GPU_SET picks the set: default (every *_cuda_test but target_exl3_cuda_test, and the
+#       benchmark) or exl3-target (target_exl3_cuda_test: exl3_qwen3_tiny and its logits, ~51 MB).
 #   scripts/gpu-check.sh                     (on the GPU machine, with device/ carried along):
-#       runs every *_cuda_test and twinspan_gpu_bench, writes logs under $OUT (default ./gpu-out)
-#       and prints a short summary last. BENCH_ARGS passes extra flags to the benchmark.
+#       unpacks device/device.tar.xz, runs every *_cuda_test and twinspan_gpu_bench in it, writes
+#       logs under $OUT (default ./gpu-out) and prints a short summary last. BENCH_ARGS passes
+#       extra flags to the benchmark.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = bundle ]; then
   set -e
   build=${2:-build-cuda}
-  rm -rf device/bundle device/golden
-  mkdir -p device/golden/exl3_linear
-  bins=$(find "$build/tests/cuda" "$build/tools" -maxdepth 2 -type f -executable \
-    \( -name '*_cuda_test' -o -name 'twinspan_gpu_bench' \) 2>/dev/null)
+  rm -rf device/bundle device/golden device/device.tar.xz
+  mkdir -p device/golden
+  case ${GPU_SET:-default} in
+    default)
+      bins=$(find "$build/tests/cuda" "$build/tools" -maxdepth 2 -type f -executable \
+        \( -name '*_cuda_test' ! -name 'target_exl3_cuda_test' -o -name 'twinspan_gpu_bench' \) \
+        2>/dev/null)
+      golden='exl3_linear hf_qwen3_tiny hf_qwen3_5_tiny/model exl3_qwen3_5_tiny' ;;
+    exl3-target)
+      bins=$(find "$build/tests/cuda" -maxdepth 1 -type f -executable -name 'target_exl3_cuda_test')
+      golden='exl3_qwen3_tiny exl3_qwen3_tiny_ref' ;;
+    *) echo "unknown GPU_SET ${GPU_SET}" >&2; exit 2 ;;
+  esac
   ../shared/tools/device-bundle.sh device/bundle $bins
   strip device/bundle/bin/* device/bundle/lib/*.so* 2>/dev/null || true
-  cp "${TWINSPAN_GOLDEN:-../shared/golden}"/exl3_linear/*.safetensors device/golden/exl3_linear/
+  # The checkpoints without their tokenizers or meta files: no GPU test reads them.
+  (cd "${TWINSPAN_GOLDEN:-../shared/golden}" && tar -cf - --exclude=tokenizer.json \
+    --exclude='*meta.json' $golden) | tar -xf - -C device/golden
   git log -1 --format='commit %H' > device/commit
+  tar -C device -cJf device/device.tar.xz bundle golden commit
+  rm -rf device/bundle device/golden
   du -sh device | awk '{print "device/: "$1}'
   exit 0
 fi
 
+if [ ! -d device/bundle ] && [ -f device/device.tar.xz ]; then  # python3 where xz is missing.
+  tar -C device -xJf device/device.tar.xz 2>/dev/null ||
+    python3 -c 'import tarfile; tarfile.open("device/device.tar.xz").extractall("device")' || exit 1
+fi
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 bundle=device/bundle
@@ -39,7 +60,7 @@ for t in "$bundle"/bin/*_cuda_test; do
   "$bundle/run" "$name" >"$out/$name.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] || status=1
-  echo "$name: exit $rc, $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/$name.log" | tr '\n' ' ')"
+  echo "$name: exit $rc, $(grep -E '^\[  (PASSED|FAILED)  \]|^SUMMARY' "$out/$name.log" | tr '\n' ' ')"
   grep -E '^\[  FAILED|Failure$|error' "$out/$name.log" | head -20
 done
 

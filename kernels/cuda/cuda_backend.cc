@@ -1,0 +1,363 @@
+#include "kernels/cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+#include "kernels/cuda/add.cuh"
+#include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/cuda_backend_handles.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/exl3_linear.cuh"
+#include "kernels/cuda/kv_cache.cuh"
+#include "kernels/cuda/linear.cuh"
+#include "kernels/cuda/mul_sigmoid.cuh"
+#include "kernels/cuda/rms_norm.cuh"
+#include "kernels/cuda/rope.cuh"
+#include "kernels/cuda/swiglu.cuh"
+#include "kernels/cuda/topk.cuh"
+
+namespace twinspan::cuda {
+namespace {
+
+absl::Status NotYet(const char* op) {
+  return absl::UnimplementedError(absl::StrFormat(
+      "CUDA backend: %s has no CUDA twin yet (the Gated DeltaNet and drafter ops come with the "
+      "cudagdn work)",
+      op));
+}
+
+absl::Status CheckRange(const backend::Buffer& buffer, size_t offset, size_t bytes,
+                        const char* what) {
+  if (dynamic_cast<const PoolBuffer*>(&buffer) == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: the buffer was not made by a CUDA backend", what));
+  }
+  if (offset > buffer.bytes() || bytes > buffer.bytes() - offset) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: bytes [%d, %d) leave the %d-byte buffer",
+                                                      what, offset, offset + bytes,
+                                                      buffer.bytes()));
+  }
+  return absl::OkStatus();
+}
+
+class CudaBackend final : public backend::Backend {
+ public:
+  CudaBackend(int device, cudaStream_t stream, cudaMemPool_t pool)
+      : device_(device), stream_(stream), pool_(pool) {}
+  ~CudaBackend() override {
+    DeviceGuard guard(device_);
+    exl3_workspace_.reset();
+    cudaStreamSynchronize(stream_);
+    cudaMemPoolDestroy(pool_);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string name() const override { return absl::StrFormat("cuda:%d", device_); }
+
+  // ---- memory ----------------------------------------------------------------------------------
+  absl::StatusOr<std::unique_ptr<backend::Buffer>> Allocate(size_t bytes) override {
+    DeviceGuard guard(device_);
+    return PoolBuffer::Allocate(bytes, device_, stream_, pool_);
+  }
+
+  absl::Status Upload(backend::Buffer& dst, size_t offset, const void* src, size_t bytes) override {
+    ABSL_RETURN_IF_ERROR(CheckRange(dst, offset, bytes, "Upload"));
+    if (bytes == 0) return absl::OkStatus();
+    DeviceGuard guard(device_);
+    // From pageable memory the driver stages src before it returns, so src may go right after.
+    return CudaStatus(cudaMemcpyAsync(static_cast<char*>(dst.data()) + offset, src, bytes,
+                                      cudaMemcpyHostToDevice, stream_),
+                      "Upload cudaMemcpyAsync");
+  }
+
+  absl::Status Download(void* dst, const backend::Buffer& src, size_t offset,
+                        size_t bytes) override {
+    ABSL_RETURN_IF_ERROR(CheckRange(src, offset, bytes, "Download"));
+    DeviceGuard guard(device_);
+    if (bytes > 0) {
+      ABSL_RETURN_IF_ERROR(
+          CudaStatus(cudaMemcpyAsync(dst, static_cast<const char*>(src.data()) + offset, bytes,
+                                     cudaMemcpyDeviceToHost, stream_),
+                     "Download cudaMemcpyAsync"));
+    }
+    return CudaStatus(cudaStreamSynchronize(stream_), "Download (an earlier op failed)");
+  }
+
+  absl::Status Copy2D(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
+                      size_t width_bytes, int64_t rows) override {
+    if (dst_pitch < width_bytes || src_pitch < width_bytes || rows < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("Copy2D: pitches %d / %d below width %d bytes, or rows %d < 0", dst_pitch,
+                          src_pitch, width_bytes, rows));
+    }
+    if (rows == 0 || width_bytes == 0) return absl::OkStatus();
+    DeviceGuard guard(device_);
+    if (rows == 1 || (dst_pitch == width_bytes && src_pitch == width_bytes)) {  // Contiguous.
+      return CudaStatus(cudaMemcpyAsync(dst, src, width_bytes * static_cast<size_t>(rows),
+                                        cudaMemcpyDeviceToDevice, stream_),
+                        "Copy2D cudaMemcpyAsync");
+    }
+    return CudaStatus(
+        cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width_bytes, static_cast<size_t>(rows),
+                          cudaMemcpyDeviceToDevice, stream_),
+        "Copy2D cudaMemcpy2DAsync");
+  }
+
+  absl::Status Zero(void* dst, size_t bytes) override {
+    if (bytes == 0) return absl::OkStatus();
+    DeviceGuard guard(device_);
+    return CudaStatus(cudaMemsetAsync(dst, 0, bytes, stream_), "Zero cudaMemsetAsync");
+  }
+
+  absl::Status Synchronize() override {
+    DeviceGuard guard(device_);
+    return CudaStatus(cudaStreamSynchronize(stream_), "Synchronize");
+  }
+
+  // ---- weights ---------------------------------------------------------------------------------
+  absl::StatusOr<std::unique_ptr<backend::LinearHandle>> UploadLinear(
+      const cpu::LinearWeight& weight) override {
+    DeviceGuard guard(device_);
+    if (weight.empty()) return absl::InvalidArgumentError("UploadLinear: empty weight");
+    if (!weight.is_exl3()) {
+      ABSL_ASSIGN_OR_RETURN(DeviceDenseWeight dense, DeviceDenseWeight::Upload(weight));
+      return std::make_unique<CudaLinear>(std::move(dense));
+    }
+    ABSL_ASSIGN_OR_RETURN(std::shared_ptr<const DeviceExl3Weight> stored,
+                          StoredExl3(*weight.exl3()));
+    ABSL_ASSIGN_OR_RETURN(Exl3DeviceWeight view, stored->View(*weight.exl3()));
+    return std::make_unique<CudaLinear>(std::move(stored), view);
+  }
+
+  absl::StatusOr<std::unique_ptr<backend::EmbeddingHandle>> UploadEmbedding(
+      const cpu::EmbeddingTable& table) override {
+    DeviceGuard guard(device_);
+    ABSL_ASSIGN_OR_RETURN(DeviceEmbeddingTable device, DeviceEmbeddingTable::Upload(table));
+    return std::make_unique<CudaEmbedding>(std::move(device));
+  }
+
+  absl::StatusOr<std::unique_ptr<backend::Buffer>> UploadFloats(
+      absl::Span<const float> values) override {
+    ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> buffer,
+                          Allocate(values.size() * sizeof(float)));
+    ABSL_RETURN_IF_ERROR(Upload(*buffer, 0, values.data(), values.size() * sizeof(float)));
+    return buffer;
+  }
+
+  absl::StatusOr<std::unique_ptr<backend::KvCacheHandle>> NewKvCache(cpu::KvDtype dtype,
+                                                                     int64_t capacity,
+                                                                     int64_t kv_heads,
+                                                                     int64_t head_dim) override {
+    DeviceGuard guard(device_);
+    ABSL_ASSIGN_OR_RETURN(std::unique_ptr<KvCache> cache,
+                          KvCache::Create(dtype, capacity, kv_heads, head_dim, stream_, pool_));
+    return std::make_unique<CudaKvCache>(std::move(cache));
+  }
+
+  // ---- ops -------------------------------------------------------------------------------------
+  absl::Status Embedding(const backend::EmbeddingHandle& table, absl::Span<const int32_t> ids,
+                         float* out) override {
+    ABSL_ASSIGN_OR_RETURN(const CudaEmbedding* t, Ours<CudaEmbedding>(table, "Embedding"));
+    DeviceGuard guard(device_);
+    return cuda::Embedding(Ctx(), t->table().view(), ids.data(), static_cast<int64_t>(ids.size()),
+                           out);
+  }
+
+  absl::Status RmsNorm(const float* x, int64_t x_stride, int64_t rows, int64_t dim,
+                       const float* weight, float eps, float* y, int64_t y_stride) override {
+    DeviceGuard guard(device_);
+    return cuda::RmsNorm(Ctx(), x, x_stride, rows, dim, weight, eps, y, y_stride);
+  }
+
+  absl::Status Linear(const float* x, int64_t x_stride, int64_t rows,
+                      const backend::LinearHandle& w, float* y, int64_t y_stride) override {
+    ABSL_ASSIGN_OR_RETURN(const CudaLinear* linear, Ours<CudaLinear>(w, "Linear"));
+    DeviceGuard guard(device_);
+    if (!linear->is_exl3()) {
+      return cuda::Linear(Ctx(), x, x_stride, rows, linear->dense().view(), y, y_stride);
+    }
+    if (rows < 0) return absl::InvalidArgumentError(absl::StrFormat("Linear: rows %d", rows));
+    if (rows == 0) return absl::OkStatus();
+    const size_t bytes = Exl3LinearWorkspaceBytes(linear->exl3(), rows);
+    ABSL_RETURN_IF_ERROR(ReserveExl3Workspace(bytes));
+    Context ctx = Ctx();
+    ctx.workspace = exl3_workspace_->data();
+    ctx.workspace_bytes = exl3_workspace_->bytes();
+    return Exl3Linear(ctx, x, x_stride, rows, linear->exl3(), y, y_stride);
+  }
+
+  absl::Status Rope(float* x, int64_t x_stride, int64_t rows, int64_t heads, int64_t head_dim,
+                    int64_t rot_dim, const float* cos, const float* sin) override {
+    DeviceGuard guard(device_);
+    return cuda::Rope(Ctx(), x, x_stride, rows, heads, head_dim, rot_dim, cos, sin);
+  }
+
+  absl::Status SwiGlu(const float* gate, const float* up, int64_t in_stride, int64_t rows,
+                      int64_t dim, float* out, int64_t out_stride) override {
+    DeviceGuard guard(device_);
+    return cuda::SwiGlu(Ctx(), gate, up, in_stride, rows, dim, out, out_stride);
+  }
+
+  absl::Status Add(const float* a, const float* b, int64_t n, float* out) override {
+    DeviceGuard guard(device_);
+    return cuda::Add(Ctx(), a, b, n, out);
+  }
+
+  absl::Status MulSigmoid(float* x, int64_t x_stride, const float* gate, int64_t gate_stride,
+                          int64_t rows, int64_t dim) override {
+    DeviceGuard guard(device_);
+    return cuda::MulSigmoid(Ctx(), x, x_stride, gate, gate_stride, rows, dim);
+  }
+
+  absl::Status KvWrite(backend::KvCacheHandle& kv, absl::Span<const int64_t> positions,
+                       const float* k, int64_t k_stride, const float* v,
+                       int64_t v_stride) override {
+    ABSL_ASSIGN_OR_RETURN(CudaKvCache * cache, Ours<CudaKvCache>(kv, "KvWrite"));
+    DeviceGuard guard(device_);
+    return cache->cache().Write(Ctx(), positions.data(), static_cast<int64_t>(positions.size()), k,
+                                k_stride, v, v_stride);
+  }
+
+  absl::Status Attention(const cpu::AttentionShape& shape, const float* q, int64_t q_stride,
+                         absl::Span<const int64_t> positions, const backend::KvCacheHandle& kv,
+                         int64_t num_keys, float* out, int64_t out_stride) override {
+    ABSL_ASSIGN_OR_RETURN(const CudaKvCache* cache, Ours<CudaKvCache>(kv, "Attention"));
+    DeviceGuard guard(device_);
+    const int64_t rows = static_cast<int64_t>(positions.size());
+    // Decode and short verify windows spread their key chunks over blocks through this scratch.
+    const size_t bytes = AttentionWorkspaceBytes(shape, rows, num_keys);
+    std::unique_ptr<backend::Buffer> scratch;
+    if (bytes > 0) {
+      ABSL_ASSIGN_OR_RETURN(scratch, PoolBuffer::Allocate(bytes, device_, stream_, pool_));
+    }
+    Context ctx = Ctx();
+    ctx.workspace = scratch ? scratch->data() : nullptr;
+    ctx.workspace_bytes = scratch ? scratch->bytes() : 0;
+    return cuda::Attention(ctx, shape, q, q_stride, positions.data(), rows, cache->cache().view(),
+                           num_keys, out, out_stride);
+  }
+
+  absl::Status CausalConv1d(const float*, int64_t, int64_t, const float*, int64_t, float*,
+                            float*) override {
+    return NotYet("CausalConv1d");
+  }
+  absl::Status GatedDeltaNetGates(const float*, const float*, int64_t, int64_t, const float*,
+                                  const float*, float*, float*) override {
+    return NotYet("GatedDeltaNetGates");
+  }
+  absl::Status GatedDeltaNet(const float*, const float*, const float*, int64_t,
+                             const cpu::GatedDeltaNetDims&, float*, float*) override {
+    return NotYet("GatedDeltaNet");
+  }
+  absl::Status GatedRmsNorm(const float*, const float*, int64_t, int64_t, const float*, float,
+                            float*) override {
+    return NotYet("GatedRmsNorm");
+  }
+  absl::Status DynamicConv(float*, const float*, const float*, const float*,
+                           const cpu::DynamicConvParams&) override {
+    return NotYet("DynamicConv");
+  }
+
+  absl::Status TopK(const float* logits, float* values, int32_t* indices,
+                    const cpu::TopKParams& params) override {
+    DeviceGuard guard(device_);
+    return cuda::TopK(Ctx(), logits, params.cols, params.rows, params.cols, params.k, values,
+                      indices);
+  }
+
+ private:
+  Context Ctx() const {
+    Context ctx;
+    ctx.stream = stream_;
+    return ctx;
+  }
+
+  template <typename T, typename Handle>
+  static absl::StatusOr<T*> Ours(Handle& handle, const char* op) {
+    using Target = std::conditional_t<std::is_const_v<Handle>, const T, T>;
+    Target* ours = dynamic_cast<Target*>(&handle);
+    if (ours == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: the handle was not made by a CUDA backend", op));
+    }
+    return const_cast<T*>(ours);
+  }
+
+  // The EXL3 linear's counters must start at zero: a larger workspace is zeroed once, in order.
+  absl::Status ReserveExl3Workspace(size_t bytes) {
+    if (exl3_workspace_ != nullptr && exl3_workspace_->bytes() >= bytes) return absl::OkStatus();
+    exl3_workspace_.reset();
+    ABSL_ASSIGN_OR_RETURN(exl3_workspace_, PoolBuffer::Allocate(bytes, device_, stream_, pool_));
+    return CudaStatus(cudaMemsetAsync(exl3_workspace_->data(), 0, bytes, stream_),
+                      "EXL3 workspace cudaMemsetAsync");
+  }
+
+  // One device copy per stored matrix, shared by the matrix and all its column views.
+  absl::StatusOr<std::shared_ptr<const DeviceExl3Weight>> StoredExl3(const exl3::Weight& w) {
+    const auto key = std::make_tuple(w.name(), w.k(), w.stored_n(), w.bits());
+    if (auto it = exl3_weights_.find(key); it != exl3_weights_.end()) {
+      if (std::shared_ptr<const DeviceExl3Weight> stored = it->second.lock()) return stored;
+    }
+    if (w.first_column() != 0 || w.n() != w.stored_n()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "UploadLinear(\"%s\"): a column view; upload its stored matrix first", w.name()));
+    }
+    ABSL_ASSIGN_OR_RETURN(DeviceExl3Weight uploaded, DeviceExl3Weight::Upload(w));
+    auto stored = std::make_shared<const DeviceExl3Weight>(std::move(uploaded));
+    exl3_weights_[key] = stored;
+    return stored;
+  }
+
+  // Constant after construction.
+  const int device_;
+  const cudaStream_t stream_;
+  const cudaMemPool_t pool_;
+  // Used by the issuing thread only (the backend is single-threaded by contract).
+  std::unique_ptr<backend::Buffer> exl3_workspace_;
+  std::map<std::tuple<std::string, int64_t, int64_t, int>, std::weak_ptr<const DeviceExl3Weight>>
+      exl3_weights_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<backend::Backend>> NewCudaBackend(
+    const CudaBackendOptions& options) {
+  int count = 0;
+  ABSL_RETURN_IF_ERROR(CudaStatus(cudaGetDeviceCount(&count), "cudaGetDeviceCount"));
+  if (options.device < 0 || options.device >= count) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "NewCudaBackend: device %d, the machine has %d CUDA devices", options.device, count));
+  }
+  DeviceGuard guard(options.device);
+  cudaStream_t stream = nullptr;
+  ABSL_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                                  "cudaStreamCreateWithFlags"));
+  cudaMemPoolProps props = {};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = options.device;
+  cudaMemPool_t pool = nullptr;
+  if (absl::Status s = CudaStatus(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate"); !s.ok()) {
+    cudaStreamDestroy(stream);
+    return s;
+  }
+  uint64_t threshold = options.pool_release_threshold;
+  if (absl::Status s =
+          CudaStatus(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+                     "cudaMemPoolSetAttribute");
+      !s.ok()) {
+    cudaMemPoolDestroy(pool);
+    cudaStreamDestroy(stream);
+    return s;
+  }
+  return std::make_unique<CudaBackend>(options.device, stream, pool);
+}
+
+}  // namespace twinspan::cuda

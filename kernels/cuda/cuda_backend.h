@@ -1,0 +1,34 @@
+// The CUDA backend: backend::Backend on one GPU and one stream it owns. Every op forwards to its
+// twinspan::cuda twin (kernels/cuda/<op>.cuh); buffers and per-op scratch come from a
+// stream-ordered pool (cudaMallocFromPoolAsync) that keeps freed memory cached, so a forward's
+// scratch costs no cudaMalloc. Weights and tables are plain cudaMalloc blocks.
+//
+// Errors: CUDA failures are Internal with CUDA's error string; out-of-memory is ResourceExhausted
+// naming the bytes. Ops whose CUDA twin is not written yet return Unimplemented naming the op.
+#ifndef TWINSPAN_KERNELS_CUDA_CUDA_BACKEND_H_
+#define TWINSPAN_KERNELS_CUDA_CUDA_BACKEND_H_
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "kernels/backend/backend.h"
+
+namespace twinspan::cuda {
+
+struct CudaBackendOptions {
+  // CUDA device ordinal; the caller picks it (placement), the backend never guesses.
+  int device = 0;
+  // Bytes of freed pool memory kept for reuse instead of returned to the driver.
+  uint64_t pool_release_threshold = std::numeric_limits<uint64_t>::max();
+};
+
+// A backend on options.device with its own stream and memory pool. InvalidArgument naming the
+// ordinal when the machine has no such device; Internal when CUDA cannot create the stream or
+// pool. The backend makes its device current around each call and restores the caller's.
+absl::StatusOr<std::unique_ptr<backend::Backend>> NewCudaBackend(const CudaBackendOptions& options);
+
+}  // namespace twinspan::cuda
+
+#endif  // TWINSPAN_KERNELS_CUDA_CUDA_BACKEND_H_

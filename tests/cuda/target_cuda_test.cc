@@ -1,0 +1,169 @@
+// The qwen3 family's HF checkpoint and the qwen3_5 checkpoints on the CUDA backend, against golden
+// data (shared/golden/README.md) and against the CPU backend:
+//  - hf_qwen3_tiny (HF transformers 5.17.0, fp32 CPU, eager attention; section 5): with f32 K/V,
+//    logits, layer outputs, final norm and hidden states rel_fro <= 1e-4 and the 16 greedy tokens
+//    exactly, as tests/golden/target_qwen3_golden_test.cc on the CPU; with bf16 K/V (the serving
+//    default) logits rel_fro <= 3e-2, the README's bf16 tolerance, since bf16 K/V alone exceeds
+//    1e-4;
+//  - CUDA against CPU backend on 150 random tokens, f32 K/V: logits and layer outputs rel_fro
+//    <= 1e-5 (each op's own tolerance);
+//  - on the GPU, bit for bit: verify(k) == k + 1 serial steps (k = 1..8) and commit-and-continue,
+//    prefill chunking, and one ForwardBatch of four sequences == each sequence's own Forward
+//    (tests/unit/target_properties.h), with bf16 and f32 K/V.
+// The qwen3_5 checkpoints need the Gated DeltaNet ops, which have no CUDA twin yet: their test
+// asserts that a forward says Unimplemented, and must become the checks above when they land.
+// exl3_qwen3_tiny has its own binary (target_exl3_cuda_test): its golden data alone is 64 MB.
+// Needs a GPU: scripts/gpu-check.sh runs it (TWINSPAN_GOLDEN names the golden folder).
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "services/target/target_model.h"
+#include "tests/cuda/target_cuda_util.h"
+#include "tests/golden/target_golden_util.h"
+#include "tests/testing/golden.h"
+#include "tests/unit/target_properties.h"
+
+namespace twinspan::target {
+namespace {
+
+using testing::ForwardAll;
+using testing::Opened;
+using testing::OpenOn;
+using testing::OpenOnGpu;
+using testing::ReferenceFile;
+using testing::RelFro;
+
+// HF output_hidden_states: [embedding, layer 0 .. L-2 outputs, final_norm(layer L-1 output)].
+std::vector<float> HfHiddenStates(const ForwardResult& r, int64_t layers, int64_t hidden) {
+  std::vector<float> out = r.embeddings;
+  out.insert(out.end(), r.layer_outputs.begin(),
+             r.layer_outputs.begin() + (layers - 1) * r.rows * hidden);
+  out.insert(out.end(), r.final_norm.begin(), r.final_norm.end());
+  return out;
+}
+
+TEST(TargetCudaTest, HfQwen3MatchesTransformersWithF32Kv) {
+  Opened gpu = OpenOnGpu("hf_qwen3_tiny/model", cpu::KvDtype::kF32);
+  ASSERT_NE(gpu.model, nullptr);
+  ReferenceFile ref(twinspan::testing::GoldenPath("hf_qwen3_tiny/reference.safetensors"));
+  ASSERT_TRUE(ref.ok());
+  const int64_t layers = gpu.model->config().num_layers;
+  const int64_t hidden = gpu.model->config().hidden_size;
+  for (int i = 0; i < 3; ++i) {
+    SCOPED_TRACE("sequence " + std::to_string(i));
+    const std::string n = std::to_string(i);
+    const ForwardResult r = ForwardAll(*gpu.model, ref.Ids("input_ids_" + n), true);
+    const double err = RelFro(r.logits, ref.Floats("logits_" + n));
+    RecordProperty("logits_rel_fro_" + n, std::to_string(err));
+    EXPECT_LE(err, 1e-4);
+    EXPECT_LE(RelFro(r.layer_outputs, ref.Floats("layer_outputs_" + n)), 1e-4);
+    EXPECT_LE(RelFro(r.final_norm, ref.Floats("final_norm_" + n)), 1e-4);
+    EXPECT_LE(RelFro(HfHiddenStates(r, layers, hidden), ref.Floats("hidden_states_" + n)), 1e-4);
+  }
+}
+
+TEST(TargetCudaTest, HfQwen3WithBf16KvStaysWithinTheBf16Tolerance) {
+  Opened gpu = OpenOnGpu("hf_qwen3_tiny/model", cpu::KvDtype::kBF16);
+  ASSERT_NE(gpu.model, nullptr);
+  ReferenceFile ref(twinspan::testing::GoldenPath("hf_qwen3_tiny/reference.safetensors"));
+  ASSERT_TRUE(ref.ok());
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = std::to_string(i);
+    const ForwardResult r = ForwardAll(*gpu.model, ref.Ids("input_ids_" + n), false);
+    const double err = RelFro(r.logits, ref.Floats("logits_" + n));
+    RecordProperty("bf16_kv_logits_rel_fro_" + n, std::to_string(err));
+    EXPECT_LE(err, 3e-2) << "sequence " << i;
+  }
+}
+
+TEST(TargetCudaTest, HfQwen3GreedyGenerationMatchesTransformers) {
+  Opened gpu = OpenOnGpu("hf_qwen3_tiny/model", cpu::KvDtype::kF32);
+  ASSERT_NE(gpu.model, nullptr);
+  ReferenceFile ref(twinspan::testing::GoldenPath("hf_qwen3_tiny/reference.safetensors"));
+  const auto prompt = ref.Ids("generate_prompt_ids");
+  const auto expected = ref.Ids("generate_new_ids");
+  auto state = gpu.model->NewSequence();
+  ASSERT_TRUE(state.ok());
+  auto prefill = Prefill(*gpu.model, **state, prompt, 4, {});
+  ASSERT_TRUE(prefill.ok()) << prefill.status();
+  std::vector<float> logits = prefill->logits, all_logits;
+  std::vector<int32_t> generated;
+  for (size_t step = 0; step < expected.size(); ++step) {
+    all_logits.insert(all_logits.end(), logits.begin(), logits.end());
+    generated.push_back(
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+    ForwardRequest request;
+    request.tokens = absl::MakeConstSpan(&generated.back(), 1);
+    ForwardResult result;
+    ASSERT_TRUE(gpu.model->Forward(**state, request, &result).ok());
+    ASSERT_TRUE(gpu.model->Commit(**state, 1).ok());
+    logits = result.logits;
+  }
+  EXPECT_EQ(generated, expected);
+  EXPECT_LE(RelFro(all_logits, ref.Floats("generate_step_logits")), 1e-4);
+}
+
+class TargetCudaCheckpointTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TargetCudaCheckpointTest, CudaBackendMatchesCpuBackend) {
+  cpu::ThreadPool pool(2);
+  Opened gpu = OpenOnGpu(GetParam(), cpu::KvDtype::kF32);
+  Opened cpu_model = OpenOn(cpu::NewCpuBackend(&pool), GetParam(), cpu::KvDtype::kF32);
+  ASSERT_NE(gpu.model, nullptr);
+  ASSERT_NE(cpu_model.model, nullptr);
+  std::mt19937 rng(7);
+  const auto ids = testing::RandomTokens(rng, 150, gpu.model->config().vocab_size);
+  const ForwardResult g = ForwardAll(*gpu.model, ids, true);
+  const ForwardResult c = ForwardAll(*cpu_model.model, ids, true);
+  const double err = RelFro(g.logits, c.logits);
+  RecordProperty("cuda_vs_cpu_logits_rel_fro", std::to_string(err));
+  EXPECT_LE(err, 1e-5);
+  EXPECT_LE(RelFro(g.layer_outputs, c.layer_outputs), 1e-5);
+}
+
+TEST_P(TargetCudaCheckpointTest, VerifyEqualsSerialStepsBitForBit) {
+  for (const cpu::KvDtype kv : {cpu::KvDtype::kBF16, cpu::KvDtype::kF32}) {
+    SCOPED_TRACE(kv == cpu::KvDtype::kBF16 ? "bf16 K/V" : "f32 K/V");
+    Opened gpu = OpenOnGpu(GetParam(), kv);
+    ASSERT_NE(gpu.model, nullptr);
+    testing::ExpectVerifyEqualsSerial(*gpu.model, 8, 17);
+    testing::ExpectPrefillChunkingInvariant(*gpu.model, 140, 18);
+  }
+}
+
+TEST_P(TargetCudaCheckpointTest, BatchOfFourEqualsEachSequenceAloneBitForBit) {
+  for (const cpu::KvDtype kv : {cpu::KvDtype::kBF16, cpu::KvDtype::kF32}) {
+    SCOPED_TRACE(kv == cpu::KvDtype::kBF16 ? "bf16 K/V" : "f32 K/V");
+    Opened gpu = OpenOnGpu(GetParam(), kv);
+    ASSERT_NE(gpu.model, nullptr);
+    testing::ExpectBatchEqualsSolo(*gpu.model, 51);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(HfQwen3, TargetCudaCheckpointTest,
+                         ::testing::Values("hf_qwen3_tiny/model"));
+
+// Until the Gated DeltaNet ops have CUDA twins a qwen3_5 forward must fail loudly.
+TEST(TargetCudaTest, Qwen35ForwardSaysUnimplementedUntilTheGdnOpsLand) {
+  for (const char* dir : {"hf_qwen3_5_tiny/model", "exl3_qwen3_5_tiny"}) {
+    SCOPED_TRACE(dir);
+    Opened gpu = OpenOnGpu(dir, cpu::KvDtype::kF32);
+    ASSERT_NE(gpu.model, nullptr);
+    auto state = gpu.model->NewSequence();
+    ASSERT_TRUE(state.ok()) << state.status();
+    const std::vector<int32_t> ids = {1, 2, 3};
+    ForwardRequest request;
+    request.tokens = ids;
+    ForwardResult result;
+    const absl::Status s = gpu.model->Forward(**state, request, &result);
+    EXPECT_TRUE(absl::IsUnimplemented(s)) << s;
+  }
+}
+
+}  // namespace
+}  // namespace twinspan::target
