@@ -4,8 +4,9 @@
 #       packs the GPU test and benchmark binaries with their shared libraries and the golden files
 #       they read into device/device.tar.xz, for a GPU machine that lacks our libraries. xz shrinks
 #       the binaries' device code about sevenfold, so a set fits the 64 MiB one GPU call carries.
-#       GPU_SET picks the set: default (every *_cuda_test but target_exl3_cuda_test, and the
-#       benchmark) or exl3-target (target_exl3_cuda_test: exl3_qwen3_tiny and its logits, ~51 MB).
+#       GPU_SET picks the set: default (every *_cuda_test but target_exl3_cuda_test, the benchmark
+#       and twinspan-synth) or exl3-target (target_exl3_cuda_test: exl3_qwen3_tiny and its logits,
+#       ~51 MB).
 #   scripts/gpu-check.sh                     (on the GPU machine, with device/ carried along):
 #       unpacks device/device.tar.xz, runs every *_cuda_test and twinspan_gpu_bench in it, writes
 #       logs under $OUT (default ./gpu-out) and prints a short summary last. BENCH_ARGS passes
@@ -21,8 +22,8 @@ if [ "${1:-}" = bundle ]; then
   case ${GPU_SET:-default} in
     default)
       bins=$(find "$build/tests/cuda" "$build/tools" -maxdepth 2 -type f -executable \
-        \( -name '*_cuda_test' ! -name 'target_exl3_cuda_test' -o -name 'twinspan_gpu_bench' \) \
-        2>/dev/null)
+        \( -name '*_cuda_test' ! -name 'target_exl3_cuda_test' -o -name 'twinspan_gpu_bench' \
+        -o -name 'twinspan-synth' \) 2>/dev/null)
       golden='exl3_linear hf_qwen3_tiny hf_qwen3_5_tiny/model exl3_qwen3_5_tiny' ;;
     exl3-target)
       bins=$(find "$build/tests/cuda" -maxdepth 1 -type f -executable -name 'target_exl3_cuda_test')

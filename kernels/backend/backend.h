@@ -30,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/candidate_selector.h"
 #include "kernels/cpu/dynamic_conv.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gated_delta_net.h"
@@ -172,6 +173,14 @@ class Backend {
                                    const float* dynamic, const cpu::DynamicConvParams& params) = 0;
   virtual absl::Status TopK(const float* logits, float* values, int32_t* indices,
                             const cpu::TopKParams& params) = 0;
+  // DFlash2's candidate selector walk (cpu/candidate_selector.h). Every span of `inputs` and
+  // `outputs`, and the codebooks' data, lie in this backend's memory. Sequential over the slots.
+  // (Optional until every backend has it: the default is Unimplemented naming the backend.)
+  virtual absl::Status SelectorWalk(const cpu::SelectorWalkInputs& /*inputs*/,
+                                    const cpu::SelectorWalkOutputs& /*outputs*/,
+                                    const cpu::SelectorWalkParams& /*params*/) {
+    return absl::UnimplementedError("SelectorWalk: not implemented by the " + name() + " backend");
+  }
 };
 
 }  // namespace twinspan::backend

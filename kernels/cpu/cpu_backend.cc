@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "kernels/cpu/add.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/candidate_selector.h"
 #include "kernels/cpu/causal_conv1d.h"
 #include "kernels/cpu/dynamic_conv.h"
 #include "kernels/cpu/embedding.h"
@@ -382,6 +383,32 @@ class CpuBackend final : public backend::Backend {
     ABSL_RETURN_IF_ERROR(CheckRange("TopK", "values", values, Packed(k)));
     ABSL_RETURN_IF_ERROR(CheckRange("TopK", "indices", indices, Packed(k, sizeof(int32_t))));
     return cpu::TopK(ctx_, Span(logits, n), Span(values, k), Span(indices, k), p);
+  }
+
+  absl::Status SelectorWalk(const SelectorWalkInputs& in, const SelectorWalkOutputs& out,
+                            const SelectorWalkParams& p) override {
+    const auto bytes = [](auto span) { return span.size() * sizeof(span[0]); };
+    const auto book = [](const CodebookView& c) {
+      return Packed(c.rows * c.rank, c.type == CodebookType::kBF16 ? 2 : kFloat);
+    };
+    ABSL_RETURN_IF_ERROR(CheckRange("SelectorWalk", "candidate_ids", in.candidate_ids.data(),
+                                    bytes(in.candidate_ids)));
+    ABSL_RETURN_IF_ERROR(CheckRange("SelectorWalk", "unary", in.unary.data(), bytes(in.unary)));
+    ABSL_RETURN_IF_ERROR(CheckRange("SelectorWalk", "hidden_projection",
+                                    in.hidden_projection.data(), bytes(in.hidden_projection)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("SelectorWalk", "predecessor", in.predecessor.data, book(in.predecessor)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("SelectorWalk", "successor", in.successor.data, book(in.successor)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("SelectorWalk", "uniforms", in.uniforms.data(), bytes(in.uniforms)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("SelectorWalk", "proposals", out.proposals.data(), bytes(out.proposals)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("SelectorWalk", "scores", out.scores.data(), bytes(out.scores)));
+    ABSL_RETURN_IF_ERROR(CheckRange("SelectorWalk", "probabilities", out.probabilities.data(),
+                                    bytes(out.probabilities)));
+    return cpu::SelectorWalk(ctx_, in, out, p);
   }
 
  private:

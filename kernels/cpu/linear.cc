@@ -77,6 +77,14 @@ LinearWeight LinearWeight::Exl3(exl3::Weight w) {
   return out;
 }
 
+LinearWeight LinearWeight::Q4(Q4Weight w) {
+  LinearWeight out;
+  out.out_features_ = w.out_features();
+  out.in_features_ = w.in_features();
+  out.q4_ = std::make_shared<const Q4Weight>(std::move(w));
+  return out;
+}
+
 absl::Status Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
                     const LinearWeight& w, float* y, int64_t y_stride) {
   if (w.empty()) return absl::InvalidArgumentError("Linear: empty weight");
@@ -87,6 +95,7 @@ absl::Status Linear(const Context& ctx, const float* x, int64_t x_stride, int64_
   }
   if (rows == 0) return absl::OkStatus();
   if (w.is_exl3()) return Exl3OnPool(ctx, x, x_stride, rows, *w.exl3(), y, y_stride);
+  if (w.is_q4()) return Q4Linear(ctx, x, x_stride, rows, *w.q4(), y, y_stride);
   const int64_t n = w.out_features();
   const int64_t tasks = (n + kColumnsPerTask - 1) / kColumnsPerTask;
   // About four tasks per thread balances uneven threads without paying the pool per column.

@@ -14,12 +14,14 @@
 #include "absl/status/statusor.h"
 #include "common/exl3/weight.h"
 #include "kernels/cpu/context.h"
+#include "kernels/cpu/q4_linear.h"
 
 namespace twinspan::cpu {
 
-// A linear layer's weight: dense fp32 (loaded from bf16/fp16/fp32) or an EXL3 weight (or column
-// view). Immutable after construction, so any number of threads may use it. Cheap to copy (the
-// data is shared). An EXL3 weight's checkpoint must outlive every copy.
+// A linear layer's weight: dense fp32 (loaded from bf16/fp16/fp32), an EXL3 weight (or column
+// view), or an affine 4-bit Q4 weight (kernels/cpu/q4_linear.h). Immutable after construction, so
+// any number of threads may use it. Cheap to copy (the data is shared). An EXL3 weight's checkpoint
+// must outlive every copy.
 class LinearWeight {
  public:
   LinearWeight() = default;
@@ -32,21 +34,29 @@ class LinearWeight {
   // out_features = w.n(), in_features = w.k() (EXL3 stores W as [k, n]).
   static LinearWeight Exl3(exl3::Weight w);
 
+  // out_features = w.out_features(), in_features = w.in_features().
+  static LinearWeight Q4(Q4Weight w);
+
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }
-  bool empty() const { return dense_ == nullptr && exl3_ == nullptr; }
+  bool empty() const { return dense_ == nullptr && exl3_ == nullptr && q4_ == nullptr; }
   bool is_exl3() const { return exl3_ != nullptr; }
+  bool is_q4() const { return q4_ != nullptr; }
 
-  // Row j of W (the weights of output j), in_features floats. REQUIRES: !is_exl3().
+  // Row j of W (the weights of output j), in_features floats. REQUIRES: dense (!is_exl3(),
+  // !is_q4()).
   const float* dense_row(int64_t j) const { return dense_->data() + j * in_features_; }
   // The EXL3 weight, or null for a dense one.
   const exl3::Weight* exl3() const { return exl3_.get(); }
+  // The Q4 weight, or null for another kind.
+  const Q4Weight* q4() const { return q4_.get(); }
 
  private:
   int64_t out_features_ = 0;
   int64_t in_features_ = 0;
   std::shared_ptr<const std::vector<float>> dense_;
   std::shared_ptr<const exl3::Weight> exl3_;
+  std::shared_ptr<const Q4Weight> q4_;
 };
 
 // y[rows, out_features] = x[rows, in_features] @ W^T. `x` and `y` are row-major with row strides

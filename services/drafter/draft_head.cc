@@ -1,14 +1,14 @@
 #include "services/drafter/draft_head.h"
 
 #include <algorithm>
-#include <span>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 
 namespace twinspan::drafter {
 
-absl::StatusOr<DraftHead> DraftHead::Create(const cpu::LinearWeight& lm_head, HeadVariant variant) {
+absl::StatusOr<DraftHead> DraftHead::Create(backend::Backend& backend,
+                                            const cpu::LinearWeight& lm_head, HeadVariant variant) {
   if (lm_head.empty())
     return absl::InvalidArgumentError("DraftHead: the target's lm_head is empty");
   const int64_t vocab = lm_head.out_features(), h = lm_head.in_features();
@@ -19,13 +19,21 @@ absl::StatusOr<DraftHead> DraftHead::Create(const cpu::LinearWeight& lm_head, He
                           variant.name, span.begin, span.end, vocab));
     }
   }
+  if (lm_head.is_q4()) {
+    return absl::UnimplementedError("DraftHead: a Q4 lm_head is not supported (dense or EXL3)");
+  }
   DraftHead head;
   head.columns_ = variant.columns();
   head.hidden_size_ = h;
   if (lm_head.is_exl3()) {
     ABSL_ASSIGN_OR_RETURN(head.exl3_views_, exl3::MakeSpanViews(*lm_head.exl3(), variant.spans));
     for (const exl3::SpanView& view : head.exl3_views_) {
-      head.exl3_view_weights_.push_back(cpu::LinearWeight::Exl3(view.weight));
+      ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::LinearHandle> handle,
+                            backend.UploadLinear(cpu::LinearWeight::Exl3(view.weight)));
+      head.view_handles_.push_back(std::move(handle));
+      ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> out,
+                            backend.AllocateFloats(kMaxHeadRows * view.weight.n()));
+      head.view_outputs_.push_back(std::move(out));
     }
   } else {
     std::vector<float> rows;
@@ -35,24 +43,36 @@ absl::StatusOr<DraftHead> DraftHead::Create(const cpu::LinearWeight& lm_head, He
         rows.insert(rows.end(), lm_head.dense_row(j), lm_head.dense_row(j) + h);
       }
     }
-    ABSL_ASSIGN_OR_RETURN(head.dense_spans_,
+    ABSL_ASSIGN_OR_RETURN(const cpu::LinearWeight spans,
                           cpu::LinearWeight::Dense(head.columns_, h, std::move(rows)));
+    ABSL_ASSIGN_OR_RETURN(head.dense_spans_, backend.UploadLinear(spans));
   }
   head.variant_ = std::move(variant);
   return head;
 }
 
-absl::Status DraftHead::Logits(const cpu::Context& ctx, const float* hidden, int64_t rows,
-                               float* logits) const {
-  if (exl3_views_.empty()) return cpu::Linear(ctx, hidden, rows, dense_spans_, logits);
-  std::vector<std::vector<float>> outputs(exl3_views_.size());
-  std::vector<const float*> pointers;
-  for (size_t i = 0; i < exl3_views_.size(); ++i) {
-    outputs[i].resize(rows * exl3_views_[i].weight.n());
-    ABSL_RETURN_IF_ERROR(cpu::Linear(ctx, hidden, rows, exl3_view_weights_[i], outputs[i].data()));
-    pointers.push_back(outputs[i].data());
+absl::Status DraftHead::Logits(backend::Backend& backend, const float* hidden,
+                               int64_t hidden_stride, int64_t rows, float* logits) const {
+  if (rows < 0 || rows > kMaxHeadRows) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("DraftHead::Logits: rows = %d is outside [0, %d]", rows, kMaxHeadRows));
   }
-  return exl3::PackSpanLogits(exl3_views_, pointers, rows, logits, columns_);
+  if (rows == 0) return absl::OkStatus();
+  if (dense_spans_ != nullptr) {
+    return backend.Linear(hidden, hidden_stride, rows, *dense_spans_, logits, columns_);
+  }
+  int64_t packed = 0;  // The spans' logits side by side, in span order.
+  for (size_t i = 0; i < exl3_views_.size(); ++i) {
+    const exl3::SpanView& view = exl3_views_[i];
+    const int64_t n = view.weight.n();
+    float* out = view_outputs_[i]->floats();
+    ABSL_RETURN_IF_ERROR(backend.Linear(hidden, hidden_stride, rows, *view_handles_[i], out, n));
+    ABSL_RETURN_IF_ERROR(backend.Copy2D(logits + packed, columns_ * sizeof(float),
+                                        out + view.drop_front(), n * sizeof(float),
+                                        view.size() * sizeof(float), rows));
+    packed += view.size();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace twinspan::drafter

@@ -1,48 +1,60 @@
 // The drafter's output head: the target's lm_head (dense or EXL3) restricted to a head variant's
-// spans. For EXL3 each span reads a view of whole 128-column blocks that plans as the whole head
-// does (exl3::MakeSpanViews), so its logits equal the full head's at the same columns bit for bit.
+// spans, in the drafter's backend. For EXL3 each span runs as a view of whole 128-column blocks
+// that plans as the whole head does (exl3::MakeSpanViews), and the views' outputs are packed by
+// Copy2D, so its logits equal the full head's at the same columns bit for bit.
 #ifndef TWINSPAN_SERVICES_DRAFTER_DRAFT_HEAD_H_
 #define TWINSPAN_SERVICES_DRAFTER_DRAFT_HEAD_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/exl3/span_view.h"
-#include "kernels/cpu/context.h"
+#include "kernels/backend/backend.h"
 #include "kernels/cpu/linear.h"
 #include "services/drafter/head_variant.h"
 
 namespace twinspan::drafter {
 
-// Immutable after Create; any number of threads may call Logits.
+// Rows one Logits call takes: a block's proposals (B - 1 <= 15).
+inline constexpr int64_t kMaxHeadRows = 16;
+
+// Immutable after Create apart from its per-view output buffers, so calls must not overlap: the
+// Drafter makes them under its model's backend lock. Movable; must not outlive its backend.
 class DraftHead {
  public:
   DraftHead() = default;
 
-  // `lm_head` is the target's [V, H] head (out_features = V), shared, not copied for EXL3.
-  // InvalidArgument when a span lies outside [0, V) or an EXL3 view cannot be made.
-  static absl::StatusOr<DraftHead> Create(const cpu::LinearWeight& lm_head, HeadVariant variant);
+  // Uploads the head's span weights to `backend`. `lm_head` is the target's [V, H] head
+  // (out_features = V); an EXL3 head's views share its memory on the CPU backend. InvalidArgument
+  // when a span lies outside [0, V) or an EXL3 view cannot be made; Unimplemented for a Q4 head;
+  // the backend's upload errors.
+  static absl::StatusOr<DraftHead> Create(backend::Backend& backend,
+                                          const cpu::LinearWeight& lm_head, HeadVariant variant);
 
   const HeadVariant& variant() const { return variant_; }
   int64_t columns() const { return columns_; }
   int64_t hidden_size() const { return hidden_size_; }
 
   // logits[rows, columns()] (row stride columns()) = the head's logits at the variant's columns,
-  // in span order; column c is token variant().GlobalId(c). Errors from the linear op.
-  absl::Status Logits(const cpu::Context& ctx, const float* hidden, int64_t rows,
-                      float* logits) const;
+  // in span order, from hidden [rows, H] (row stride hidden_stride); both in backend memory. Column
+  // c is token variant().GlobalId(c). InvalidArgument for rows outside [0, kMaxHeadRows]; errors of
+  // the backend's ops. REQUIRES: `backend` is the one Create uploaded to.
+  absl::Status Logits(backend::Backend& backend, const float* hidden, int64_t hidden_stride,
+                      int64_t rows, float* logits) const;
 
  private:
   HeadVariant variant_;
   int64_t columns_ = 0;
   int64_t hidden_size_ = 0;
   // Dense heads: one weight of the spans' rows, copied once (Linear's per-column Dot keeps them
-  // bit-identical to the full head). EXL3 heads: one column view per span.
-  cpu::LinearWeight dense_spans_;
+  // bit-identical to the full head). EXL3 heads: one column view per span and its output rows.
+  std::unique_ptr<backend::LinearHandle> dense_spans_;
   std::vector<exl3::SpanView> exl3_views_;
-  std::vector<cpu::LinearWeight> exl3_view_weights_;
+  std::vector<std::unique_ptr<backend::LinearHandle>> view_handles_;
+  std::vector<std::unique_ptr<backend::Buffer>> view_outputs_;  // [kMaxHeadRows, view n]
 };
 
 }  // namespace twinspan::drafter

@@ -5,10 +5,8 @@
 #include "absl/strings/str_format.h"
 #include "common/safetensors/checkpoint.h"
 #include "common/status.h"
-#include "kernels/cpu/candidate_selector.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/linear.h"
-#include "kernels/cpu/topk.h"
 #include "services/drafter/walk_uniform.h"
 #include "services/target/target_config.h"
 #include "services/target/weight_loader.h"
@@ -16,21 +14,22 @@
 namespace twinspan::drafter {
 namespace {
 
-// The reference's compute_logits: scale, then tanh soft-cap.
-void ScaleAndCap(const DrafterConfig& config, std::vector<float>& logits) {
-  if (config.output_multiplier != 1.0f) {
-    for (float& x : logits) x *= config.output_multiplier;
-  }
-  if (config.final_logit_softcapping > 0.0f) {
-    const float cap = config.final_logit_softcapping;
-    for (float& x : logits) x = std::tanh(x / cap) * cap;
-  }
+template <typename T>
+absl::Status DownloadTo(backend::Backend& b, std::vector<T>& host, const backend::Buffer& src,
+                        int64_t count) {
+  host.resize(count);
+  return b.Download(host.data(), src, 0, count * sizeof(T));
+}
+
+template <typename T>
+std::span<T> Span(const std::unique_ptr<backend::Buffer>& b, int64_t count) {
+  return {static_cast<T*>(b->data()), static_cast<size_t>(count)};
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Drafter>> Drafter::Create(std::unique_ptr<DrafterModel> model,
-                                                         cpu::EmbeddingTable embedding,
+                                                         const cpu::EmbeddingTable& embedding,
                                                          const cpu::LinearWeight& lm_head,
                                                          const std::string& head) {
   const DrafterConfig& config = model->config();
@@ -45,14 +44,30 @@ absl::StatusOr<std::unique_ptr<Drafter>> Drafter::Create(std::unique_ptr<Drafter
         lm_head.out_features(), lm_head.in_features(), config.vocab_size, config.hidden_size));
   }
   ABSL_ASSIGN_OR_RETURN(HeadVariant variant, MakeHeadVariant(head, config.vocab_size));
-  ABSL_ASSIGN_OR_RETURN(DraftHead draft_head, DraftHead::Create(lm_head, std::move(variant)));
-  if (config.kind == DrafterKind::kDFlash2 && config.selector_top_k > draft_head.columns()) {
+  backend::Backend& b = model->backend();
+  absl::MutexLock lock(&model->mu());
+  ABSL_ASSIGN_OR_RETURN(DraftHead draft_head, DraftHead::Create(b, lm_head, std::move(variant)));
+  const int64_t k = config.kind == DrafterKind::kDFlash2 ? config.selector_top_k : 1;
+  if (config.kind == DrafterKind::kDFlash2 && k > draft_head.columns()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("Drafter: selector_top_k = %d exceeds the %d columns of head variant %s",
                         config.selector_top_k, draft_head.columns(), head));
   }
+  ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::EmbeddingHandle> table,
+                        b.UploadEmbedding(embedding));
+  const int64_t slots = kMaxHeadRows, rank = std::max<int64_t>(1, config.selector_rank);
+  RoundBuffers r;
+  ABSL_ASSIGN_OR_RETURN(r.logits, b.AllocateFloats(slots * draft_head.columns()));
+  ABSL_ASSIGN_OR_RETURN(r.top_values, b.AllocateFloats(slots * k));
+  ABSL_ASSIGN_OR_RETURN(r.top_local, b.Allocate(slots * k * sizeof(int32_t)));
+  ABSL_ASSIGN_OR_RETURN(r.candidates, b.Allocate(slots * k * sizeof(int32_t)));
+  ABSL_ASSIGN_OR_RETURN(r.projected, b.AllocateFloats(slots * rank));
+  ABSL_ASSIGN_OR_RETURN(r.uniforms, b.AllocateFloats(slots));
+  ABSL_ASSIGN_OR_RETURN(r.proposals, b.Allocate(slots * sizeof(int32_t)));
+  ABSL_ASSIGN_OR_RETURN(r.scores, b.AllocateFloats(slots * k));
+  ABSL_ASSIGN_OR_RETURN(r.probabilities, b.AllocateFloats(slots * k));
   return std::unique_ptr<Drafter>(
-      new Drafter(std::move(model), std::move(embedding), std::move(draft_head)));
+      new Drafter(std::move(model), std::move(table), std::move(draft_head), std::move(r)));
 }
 
 absl::StatusOr<std::unique_ptr<Drafter>> Drafter::Open(const std::string& drafter_dir,
@@ -76,7 +91,7 @@ absl::StatusOr<std::unique_ptr<Drafter>> Drafter::Open(const std::string& drafte
     ABSL_ASSIGN_OR_RETURN(lm_head, target::LoadLinear(*checkpoint, "lm_head", vocab, h));
   }
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<Drafter> drafter,
-                        Create(std::move(model), std::move(embedding), lm_head, options.head));
+                        Create(std::move(model), embedding, lm_head, options.head));
   drafter->target_checkpoint_ = checkpoint;
   return drafter;
 }
@@ -91,16 +106,31 @@ absl::Status Drafter::AppendTaps(DraftStream& stream, TapForm form, std::span<co
         absl::StrFormat("AppendTaps: %d %s tap values for %d rows; expected %d per row",
                         taps.size(), form == TapForm::kRaw ? "raw" : "fused", rows, width));
   }
-  if (form == TapForm::kFused) return model_->AppendContext(stream, taps.data(), rows);
-  std::vector<float> fused(rows * config.hidden_size);
-  ABSL_RETURN_IF_ERROR(model_->FuseTaps(taps.data(), rows, fused.data()));
-  return model_->AppendContext(stream, fused.data(), rows);
+  absl::MutexLock lock(&model_->mu());
+  return model_->AppendTapsLocked(stream, form, taps.data(), rows);
+}
+
+absl::Status Drafter::ScaleAndCap(int64_t rows, int64_t columns) const {
+  const DrafterConfig& config = model_->config();
+  if (config.output_multiplier == 1.0f && config.final_logit_softcapping <= 0.0f) {
+    return absl::OkStatus();
+  }
+  backend::Backend& b = model_->backend();
+  std::vector<float> logits;
+  ABSL_RETURN_IF_ERROR(DownloadTo(b, logits, *round_.logits, rows * columns));
+  if (config.output_multiplier != 1.0f) {
+    for (float& x : logits) x *= config.output_multiplier;
+  }
+  if (config.final_logit_softcapping > 0.0f) {
+    const float cap = config.final_logit_softcapping;
+    for (float& x : logits) x = std::tanh(x / cap) * cap;
+  }
+  return b.Upload(*round_.logits, 0, logits.data(), logits.size() * sizeof(float));
 }
 
 absl::StatusOr<Proposal> Drafter::Propose(DraftStream& stream, int32_t pending,
                                           const ProposeOptions& options) const {
   const DrafterConfig& config = model_->config();
-  const cpu::Context& ctx = model_->context();
   const int64_t b = options.block_size == 0 ? config.block_size : options.block_size;
   if (b < 2 || b > kMaxBlockSize) {
     return absl::InvalidArgumentError(
@@ -130,64 +160,81 @@ absl::StatusOr<Proposal> Drafter::Propose(DraftStream& stream, int32_t pending,
     }
   }
 
+  backend::Backend& be = model_->backend();
+  absl::MutexLock lock(&model_->mu());
   // Block [pending, MASK x (B-1)] through the target's embedding.
   std::vector<int32_t> block(b, config.mask_token_id);
   block[0] = pending;
-  std::vector<float> embeddings(b * h), hidden(b * h);
-  ABSL_RETURN_IF_ERROR(cpu::Embedding(ctx, embedding_, block.data(), b, embeddings.data()));
-  if (config.input_embedding_scale != 1.0f) {
+  ABSL_RETURN_IF_ERROR(be.Embedding(*embedding_, block, model_->block_input()));
+  if (config.input_embedding_scale != 1.0f) {  // A host round trip; no published checkpoint scales.
+    std::vector<float> embeddings(b * h);
+    ABSL_RETURN_IF_ERROR(be.Download(embeddings.data(), *model_->block_input_buffer(), 0,
+                                     embeddings.size() * sizeof(float)));
     for (float& x : embeddings) x *= config.input_embedding_scale;
+    ABSL_RETURN_IF_ERROR(be.Upload(*model_->block_input_buffer(), 0, embeddings.data(),
+                                   embeddings.size() * sizeof(float)));
   }
-  ABSL_RETURN_IF_ERROR(model_->ForwardBlock(stream, embeddings.data(), b, hidden.data()));
+  ABSL_RETURN_IF_ERROR(model_->ForwardLocked(stream, b, nullptr));
 
   // Slot 0 is the anchor; slots 1..B-1 propose.
-  const float* draft_hidden = hidden.data() + h;
+  const float* draft_hidden = model_->block_hidden() + h;
   Proposal proposal;
   proposal.columns = head_.columns();
-  std::vector<float> logits(slots * proposal.columns);
-  ABSL_RETURN_IF_ERROR(head_.Logits(ctx, draft_hidden, slots, logits.data()));
-  ScaleAndCap(config, logits);
+  float* logits = round_.logits->floats();
+  ABSL_RETURN_IF_ERROR(head_.Logits(be, draft_hidden, h, slots, logits));
+  ABSL_RETURN_IF_ERROR(ScaleAndCap(slots, proposal.columns));
 
   const int64_t k = config.kind == DrafterKind::kDFlash2 ? config.selector_top_k : 1;
-  std::vector<float> top_values(slots * k);
-  std::vector<int32_t> top_local(slots * k);
-  ABSL_RETURN_IF_ERROR(cpu::TopK(ctx, logits, top_values, top_local,
-                                 {.rows = slots, .cols = proposal.columns, .k = k}));
-  std::vector<int32_t> top_ids(slots * k);
-  for (int64_t i = 0; i < slots * k; ++i) top_ids[i] = head_.variant().GlobalId(top_local[i]);
+  ABSL_RETURN_IF_ERROR(be.TopK(logits, round_.top_values->floats(),
+                               static_cast<int32_t*>(round_.top_local->data()),
+                               {.rows = slots, .cols = proposal.columns, .k = k}));
+  std::vector<float> top_values;
+  std::vector<int32_t> top_ids;
+  ABSL_RETURN_IF_ERROR(DownloadTo(be, top_values, *round_.top_values, slots * k));
+  ABSL_RETURN_IF_ERROR(DownloadTo(be, top_ids, *round_.top_local, slots * k));
+  for (int32_t& id : top_ids) id = head_.variant().GlobalId(id);
 
   if (config.kind == DrafterKind::kDFlash) {
     proposal.ids = std::move(top_ids);
   } else {
-    const SelectorWeights& selector = *model_->weights().selector;
+    const DeviceSelector& selector = *model_->device_weights().selector;
     const int64_t rank = config.selector_rank;
-    std::vector<float> projected(slots * rank);
+    ABSL_RETURN_IF_ERROR(be.Linear(draft_hidden, h, slots, *selector.hidden_projection,
+                                   round_.projected->floats(), rank));
     ABSL_RETURN_IF_ERROR(
-        cpu::Linear(ctx, draft_hidden, slots, selector.hidden_projection, projected.data()));
-    proposal.ids.resize(slots);
-    proposal.walk_scores.resize(slots * k);
-    if (sampled) proposal.probabilities.resize(slots * k);
-    ABSL_RETURN_IF_ERROR(cpu::SelectorWalk(ctx,
-                                           {.candidate_ids = top_ids,
-                                            .unary = top_values,
-                                            .hidden_projection = projected,
-                                            .predecessor = selector.predecessor.view(),
-                                            .successor = selector.successor.view(),
-                                            .uniforms = uniforms},
-                                           {.proposals = proposal.ids,
-                                            .scores = proposal.walk_scores,
-                                            .probabilities = proposal.probabilities},
-                                           {.slots = slots,
-                                            .top_k = k,
-                                            .rank = rank,
-                                            .anchor_id = pending,
-                                            .temperature = options.temperature}));
-    proposal.selector_projection = std::move(projected);
+        be.Upload(*round_.candidates, 0, top_ids.data(), top_ids.size() * sizeof(int32_t)));
+    if (sampled) {
+      ABSL_RETURN_IF_ERROR(
+          be.Upload(*round_.uniforms, 0, uniforms.data(), uniforms.size() * sizeof(float)));
+    }
+    ABSL_RETURN_IF_ERROR(be.SelectorWalk(
+        {.candidate_ids = Span<const int32_t>(round_.candidates, slots * k),
+         .unary = Span<const float>(round_.top_values, slots * k),
+         .hidden_projection = Span<const float>(round_.projected, slots * rank),
+         .predecessor = selector.predecessor_view,
+         .successor = selector.successor_view,
+         .uniforms = Span<const float>(round_.uniforms, sampled ? slots : 0)},
+        {.proposals = Span<int32_t>(round_.proposals, slots),
+         .scores = Span<float>(round_.scores, slots * k),
+         .probabilities = Span<float>(round_.probabilities, sampled ? slots * k : 0)},
+        {.slots = slots,
+         .top_k = k,
+         .rank = rank,
+         .anchor_id = pending,
+         .temperature = options.temperature}));
+    ABSL_RETURN_IF_ERROR(DownloadTo(be, proposal.ids, *round_.proposals, slots));
+    ABSL_RETURN_IF_ERROR(DownloadTo(be, proposal.walk_scores, *round_.scores, slots * k));
+    if (sampled) {
+      ABSL_RETURN_IF_ERROR(
+          DownloadTo(be, proposal.probabilities, *round_.probabilities, slots * k));
+    }
+    ABSL_RETURN_IF_ERROR(
+        DownloadTo(be, proposal.selector_projection, *round_.projected, slots * rank));
     proposal.candidate_ids = std::move(top_ids);
     proposal.candidate_logits = std::move(top_values);
   }
   if (options.want_logits) {
-    proposal.logits = std::move(logits);
+    ABSL_RETURN_IF_ERROR(DownloadTo(be, proposal.logits, *round_.logits, slots * proposal.columns));
     proposal.column_ids.resize(proposal.columns);
     for (int64_t c = 0; c < proposal.columns; ++c) {
       proposal.column_ids[c] = head_.variant().GlobalId(c);

@@ -3,7 +3,9 @@
 //
 // One round for a stream: AppendTaps(the committed rows' taps), then Propose(pending). The context
 // only grows; the block is scratch, so a rejection never rolls anything back.
-// Free of threads and I/O beyond Open; the CPU ops use the pool given in the model options.
+// Free of threads and I/O beyond Open. Everything runs on the model's backend: the embedding and
+// the head's spans are uploaded at Create, a round's intermediates live in backend buffers, and
+// only the taps (in) and the proposals (out) cross to the host.
 #ifndef TWINSPAN_SERVICES_DRAFTER_DRAFTER_H_
 #define TWINSPAN_SERVICES_DRAFTER_DRAFTER_H_
 
@@ -30,12 +32,6 @@ struct DrafterOptions {
   bool as_dflash_v1 = false;
 };
 
-// How the target's tap rows arrive.
-enum class TapForm {
-  kRaw,    // [rows, n_f * H]: the tapped target hidden states, concatenated per row.
-  kFused,  // [rows, H]: hidden_norm(fc(raw)), computed by the sender (5x fewer bytes for n_f = 5).
-};
-
 struct ProposeOptions {
   int64_t block_size = 0;    // B in [2, 16]; 0 uses the checkpoint's own.
   float temperature = 0.0f;  // DFlash2: > 0 samples the selector walk; DFlash: must be 0.
@@ -58,13 +54,15 @@ struct Proposal {
   std::vector<float> probabilities;        // DFlash2 sampled: [B-1, top_k] softmax(score / T).
 };
 
-// Immutable after Create: any number of threads may call it on distinct streams.
+// Immutable after Create apart from its round buffers, which the model's mu() guards: any number of
+// threads may call it on distinct streams; they take turns on the backend.
 class Drafter {
  public:
-  // `embedding` [V, H] and `lm_head` [V, H] are the target's (shared, not copied for EXL3).
-  // InvalidArgument when their shapes disagree with the drafter config or the head variant.
+  // `embedding` [V, H] and `lm_head` [V, H] are the target's, uploaded to the model's backend
+  // (shared, not copied, by the CPU backend). InvalidArgument when their shapes disagree with the
+  // drafter config or the head variant; the backend's upload errors.
   static absl::StatusOr<std::unique_ptr<Drafter>> Create(std::unique_ptr<DrafterModel> model,
-                                                         cpu::EmbeddingTable embedding,
+                                                         const cpu::EmbeddingTable& embedding,
                                                          const cpu::LinearWeight& lm_head,
                                                          const std::string& head);
 
@@ -95,12 +93,35 @@ class Drafter {
                                    const ProposeOptions& options) const;
 
  private:
-  Drafter(std::unique_ptr<DrafterModel> model, cpu::EmbeddingTable embedding, DraftHead head)
-      : model_(std::move(model)), embedding_(std::move(embedding)), head_(std::move(head)) {}
+  // A round's buffers past the block forward, for up to kMaxHeadRows proposals.
+  struct RoundBuffers {
+    std::unique_ptr<backend::Buffer> logits;         // [slots, columns]
+    std::unique_ptr<backend::Buffer> top_values;     // [slots, k]
+    std::unique_ptr<backend::Buffer> top_local;      // int32 [slots, k] head columns
+    std::unique_ptr<backend::Buffer> candidates;     // int32 [slots, k] global ids (DFlash2)
+    std::unique_ptr<backend::Buffer> projected;      // [slots, r]
+    std::unique_ptr<backend::Buffer> uniforms;       // [slots]
+    std::unique_ptr<backend::Buffer> proposals;      // int32 [slots]
+    std::unique_ptr<backend::Buffer> scores;         // [slots, k]
+    std::unique_ptr<backend::Buffer> probabilities;  // [slots, k]
+  };
+
+  Drafter(std::unique_ptr<DrafterModel> model, std::unique_ptr<backend::EmbeddingHandle> embedding,
+          DraftHead head, RoundBuffers round)
+      : model_(std::move(model)),
+        embedding_(std::move(embedding)),
+        head_(std::move(head)),
+        round_(std::move(round)) {}
+
+  // The reference's compute_logits on round_.logits: scale, then tanh soft-cap (a host round trip;
+  // no published checkpoint sets either).
+  absl::Status ScaleAndCap(int64_t rows, int64_t columns) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(model_->mu());
 
   std::unique_ptr<DrafterModel> model_;
-  cpu::EmbeddingTable embedding_;
+  std::unique_ptr<backend::EmbeddingHandle> embedding_;
   DraftHead head_;
+  RoundBuffers round_;
   // Keeps an EXL3 head's memory map alive when Open loaded it.
   std::shared_ptr<const void> target_checkpoint_;
 };

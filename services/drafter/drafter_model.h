@@ -5,31 +5,55 @@
 // A layer (pre-norm, residual over the block only; DFlash2 adds the two dynamic convs):
 //   x = input_norm(h); y = conv.side0(x); h += conv.side1(o_proj(attn(q(y), [ctx_kv ; kv(y)])))
 //   x = post_norm(h);  y = conv.side0(x); h += conv.side1(mlp(y))
+//
+// Everything runs on a backend::Backend: the weights are uploaded at Create, each stream's context
+// K/V are backend KV caches, and every intermediate lives in backend buffers (DrafterScratch).
 #ifndef TWINSPAN_SERVICES_DRAFTER_DRAFTER_MODEL_H_
 #define TWINSPAN_SERVICES_DRAFTER_DRAFTER_MODEL_H_
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "kernels/cpu/context.h"
+#include "absl/synchronization/mutex.h"
+#include "kernels/backend/backend.h"
 #include "kernels/cpu/kv_cache.h"
+#include "kernels/cpu/parallel.h"
 #include "services/drafter/draft_stream.h"
 #include "services/drafter/drafter_config.h"
+#include "services/drafter/drafter_device_weights.h"
+#include "services/drafter/drafter_scratch.h"
 #include "services/drafter/drafter_weights.h"
 
 namespace twinspan::drafter {
 
 struct DrafterModelOptions {
-  // Threads for the CPU ops; not owned, must outlive the model. Null runs on the caller's thread.
+  // The backend the model runs on; not owned, must outlive the model and its streams. The model
+  // issues its ops under its own lock (mu()), so nothing else (a target sharing the backend
+  // included) may use it while a call of the drafter runs. Null: the model makes and owns a CPU
+  // backend over `pool`.
+  backend::Backend* backend = nullptr;
+  // Threads of that default CPU backend; not owned, must outlive the model. Null runs on the
+  // caller's thread. REQUIRES: null when `backend` is given (its pool is the backend's business).
   cpu::ThreadPool* pool = nullptr;
   // Context K/V element type: bf16 serves; f32 for golden tests against fp32 references.
   cpu::KvDtype kv_dtype = cpu::KvDtype::kBF16;
   // Positions per stream (context plus one block); a longer stream is ResourceExhausted.
   int64_t context = 4096;
+  // kQ4 quantizes the dense linears to Q4 at Open (--drafter-bits 4); proposals may change with
+  // the drafter's precision, the target's output never does.
+  LinearBits linear_bits = LinearBits::kAsStored;
+};
+
+// How the target's tap rows arrive.
+enum class TapForm {
+  kRaw,    // [rows, n_f * H]: the tapped target hidden states, concatenated per row.
+  kFused,  // [rows, H]: hidden_norm(fc(raw)), computed by the sender (5x fewer bytes for n_f = 5).
 };
 
 // Every intermediate of one block forward, per layer [L][B * width], for golden tests.
@@ -39,10 +63,13 @@ struct BlockTrace {
   std::vector<std::vector<float>> layer_outputs;
 };
 
-// Immutable after Create: any number of threads may run forwards on distinct DraftStreams.
+// Immutable after Create apart from its scratch, which mu() guards: any number of threads may call
+// the public methods on distinct DraftStreams; they take turns on the backend.
 class DrafterModel {
  public:
-  // Takes the parsed config and its loaded weights. InvalidArgument from a bad options.context.
+  // Takes the parsed config and its loaded weights and uploads them. InvalidArgument for a bad
+  // options.context or both options.backend and options.pool; the backend's errors
+  // (ResourceExhausted naming the bytes).
   static absl::StatusOr<std::unique_ptr<DrafterModel>> Create(DrafterConfig config,
                                                               DrafterWeights weights,
                                                               const DrafterModelOptions& options);
@@ -57,43 +84,81 @@ class DrafterModel {
   DrafterModel& operator=(const DrafterModel&) = delete;
 
   const DrafterConfig& config() const { return config_; }
+  // The host weights as loaded (the CPU backend shares the linears' memory with them).
   const DrafterWeights& weights() const { return weights_; }
-  const cpu::Context& context() const { return ctx_; }
+  const DrafterDeviceWeights& device_weights() const { return device_; }
+  backend::Backend& backend() const { return *backend_; }
+  // Every issuer of ops on backend() holds it: the model's methods, and the Drafter around them.
+  absl::Mutex& mu() const ABSL_LOCK_RETURNED(mu_) { return mu_; }
 
   // A fresh stream with no context. ResourceExhausted naming the bytes if the caches don't fit.
-  absl::StatusOr<std::unique_ptr<DraftStream>> NewStream() const;
+  absl::StatusOr<std::unique_ptr<DraftStream>> NewStream() const ABSL_LOCKS_EXCLUDED(mu_);
 
+  // ---- host-memory conveniences (tests, tools): upload, run, download ---------------------------
   // fused[rows, H] = hidden_norm(fc(raw[rows, n_f * H])): the part of the context either side of a
   // network boundary may compute. InvalidArgument for rows < 0.
-  absl::Status FuseTaps(const float* raw, int64_t rows, float* fused) const;
-
+  absl::Status FuseTaps(const float* raw, int64_t rows, float* fused) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Appends fused context rows at positions [context_length, context_length + rows): each layer's
   // k_norm'd, rotated K and its V. ResourceExhausted when the stream's capacity would be exceeded.
-  absl::Status AppendContext(DraftStream& stream, const float* fused, int64_t rows) const;
-
+  absl::Status AppendContext(DraftStream& stream, const float* fused, int64_t rows) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Runs a block of `rows` input embeddings [rows, H] at positions context_length + [0, rows) and
   // writes the final-normed hidden states [rows, H]. Uses the stream's slots past its context as
   // scratch; the committed context is untouched. `trace` (optional) receives every intermediate.
-  // InvalidArgument for rows < 1; ResourceExhausted past the stream's capacity.
+  // InvalidArgument for rows outside [1, kScratchRows]; ResourceExhausted past the capacity.
   absl::Status ForwardBlock(DraftStream& stream, const float* embeddings, int64_t rows,
-                            float* hidden, BlockTrace* trace = nullptr) const;
+                            float* hidden, BlockTrace* trace = nullptr) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- backend-memory steps (the Drafter's round), REQUIRES: mu() held --------------------------
+  // Appends host `taps` rows in `form` (raw rows are fused first), kScratchRows at a time.
+  // InvalidArgument for rows < 0; ResourceExhausted past the capacity, before anything is written.
+  absl::Status AppendTapsLocked(DraftStream& stream, TapForm form, const float* taps,
+                                int64_t rows) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The block's input rows [kScratchRows, H]: write `rows` embeddings here before ForwardLocked.
+  float* block_input() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return scratch_.state->floats(); }
+  backend::Buffer* block_input_buffer() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return scratch_.state.get();
+  }
+  // Runs the block in block_input() and leaves its final-normed rows in block_hidden().
+  // Errors as ForwardBlock.
+  absl::Status ForwardLocked(DraftStream& stream, int64_t rows, BlockTrace* trace) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  const float* block_hidden() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return scratch_.hidden->floats();
+  }
 
  private:
-  DrafterModel(DrafterConfig config, DrafterWeights weights, const DrafterModelOptions& options);
+  DrafterModel(DrafterConfig config, DrafterWeights weights, const DrafterModelOptions& options)
+      : config_(std::move(config)), weights_(std::move(weights)), options_(options) {}
 
-  // One layer over the block; h [rows, H] is updated in place.
-  absl::Status Layer(int64_t index, DraftStream& stream, const std::vector<int64_t>& positions,
-                     std::vector<float>& h, BlockTrace* trace) const;
-
-  // Projects rows of `x` [rows, H] to rotated, k_norm'd keys and values [rows, nKV * D].
-  absl::Status ProjectKv(const DrafterLayerWeights& layer, const float* x, int64_t rows,
-                         const int64_t* positions, std::vector<float>& k,
-                         std::vector<float>& v) const;
+  // fused <- hidden_norm(fc(raw)) for `rows` <= kScratchRows rows already in scratch_.raw.
+  absl::Status FuseLocked(int64_t rows) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends `rows` <= kScratchRows rows of scratch_.fused at the stream's end.
+  absl::Status AppendFusedLocked(DraftStream& stream, int64_t rows) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // scratch_.cos / sin <- the rotary angles of `positions`.
+  absl::Status UploadAngles(std::span<const int64_t> positions) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // k, v [rows, nKV * D] <- rotated, k_norm'd keys and values of x [rows, H] (angles uploaded).
+  absl::Status ProjectKv(const DeviceLayer& layer, const float* x, int64_t rows) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One layer over the block in scratch_.state.
+  absl::Status Layer(int64_t index, DraftStream& stream, std::span<const int64_t> positions,
+                     BlockTrace* trace) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One sublayer's dynamic conv side (0: mixes its input, 1: its output) from scratch_.dynamic.
+  absl::Status ConvMix(const DeviceConv& conv, int side, const float* in, int64_t rows,
+                       float* out) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const DrafterConfig config_;
   const DrafterWeights weights_;
   const DrafterModelOptions options_;
-  const cpu::Context ctx_;
+  std::unique_ptr<backend::Backend> owned_backend_;  // When options.backend is null.
+  backend::Backend* backend_ = nullptr;              // Constant after Create.
+  DrafterDeviceWeights device_;                      // Constant after Create.
+  mutable absl::Mutex mu_;  // The backend takes one issuer at a time; the scratch is shared.
+  DrafterScratch scratch_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace twinspan::drafter

@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
-#include "services/target/weight_loader.h"
+#include "services/drafter/drafter_linear.h"
 
 namespace twinspan::drafter {
 namespace {
@@ -28,19 +28,19 @@ absl::StatusOr<std::vector<float>> LoadExact(const Checkpoint& checkpoint, const
 }
 
 absl::StatusOr<DynamicConvWeights> LoadConv(const Checkpoint& checkpoint, const std::string& prefix,
-                                            const DrafterConfig& config) {
+                                            const DrafterConfig& config, LinearBits bits) {
   DynamicConvWeights conv;
   const int64_t kc = config.conv_kernel_size, h = config.hidden_size;
   ABSL_ASSIGN_OR_RETURN(conv.base_kernel,
                         LoadExact(checkpoint, prefix + ".base_kernel", {2, kc, h}));
   ABSL_ASSIGN_OR_RETURN(conv.projection,
-                        target::LoadLinear(checkpoint, prefix + ".kernel_projection",
-                                           2 * kc * config.conv_groups(), h));
+                        LoadDrafterLinear(checkpoint, prefix + ".kernel_projection",
+                                          2 * kc * config.conv_groups(), h, bits));
   return conv;
 }
 
 absl::StatusOr<DrafterLayerWeights> LoadLayer(const Checkpoint& checkpoint, int64_t index,
-                                              const DrafterConfig& config) {
+                                              const DrafterConfig& config, LinearBits bits) {
   const std::string p = absl::StrFormat("layers.%d.", index);
   const int64_t h = config.hidden_size, d = config.head_dim, i = config.intermediate_size;
   DrafterLayerWeights layer;
@@ -49,20 +49,24 @@ absl::StatusOr<DrafterLayerWeights> LoadLayer(const Checkpoint& checkpoint, int6
                         LoadExact(checkpoint, p + "post_attention_layernorm.weight", {h}));
   ABSL_ASSIGN_OR_RETURN(layer.q_norm, LoadExact(checkpoint, p + "self_attn.q_norm.weight", {d}));
   ABSL_ASSIGN_OR_RETURN(layer.k_norm, LoadExact(checkpoint, p + "self_attn.k_norm.weight", {d}));
-  ABSL_ASSIGN_OR_RETURN(layer.q_proj, target::LoadLinear(checkpoint, p + "self_attn.q_proj",
-                                                         config.num_heads * d, h));
-  ABSL_ASSIGN_OR_RETURN(layer.k_proj, target::LoadLinear(checkpoint, p + "self_attn.k_proj",
-                                                         config.num_kv_heads * d, h));
-  ABSL_ASSIGN_OR_RETURN(layer.v_proj, target::LoadLinear(checkpoint, p + "self_attn.v_proj",
-                                                         config.num_kv_heads * d, h));
-  ABSL_ASSIGN_OR_RETURN(layer.o_proj, target::LoadLinear(checkpoint, p + "self_attn.o_proj", h,
-                                                         config.num_heads * d));
-  ABSL_ASSIGN_OR_RETURN(layer.gate_proj, target::LoadLinear(checkpoint, p + "mlp.gate_proj", i, h));
-  ABSL_ASSIGN_OR_RETURN(layer.up_proj, target::LoadLinear(checkpoint, p + "mlp.up_proj", i, h));
-  ABSL_ASSIGN_OR_RETURN(layer.down_proj, target::LoadLinear(checkpoint, p + "mlp.down_proj", h, i));
+  ABSL_ASSIGN_OR_RETURN(layer.q_proj, LoadDrafterLinear(checkpoint, p + "self_attn.q_proj",
+                                                        config.num_heads * d, h, bits));
+  ABSL_ASSIGN_OR_RETURN(layer.k_proj, LoadDrafterLinear(checkpoint, p + "self_attn.k_proj",
+                                                        config.num_kv_heads * d, h, bits));
+  ABSL_ASSIGN_OR_RETURN(layer.v_proj, LoadDrafterLinear(checkpoint, p + "self_attn.v_proj",
+                                                        config.num_kv_heads * d, h, bits));
+  ABSL_ASSIGN_OR_RETURN(layer.o_proj, LoadDrafterLinear(checkpoint, p + "self_attn.o_proj", h,
+                                                        config.num_heads * d, bits));
+  ABSL_ASSIGN_OR_RETURN(layer.gate_proj,
+                        LoadDrafterLinear(checkpoint, p + "mlp.gate_proj", i, h, bits));
+  ABSL_ASSIGN_OR_RETURN(layer.up_proj,
+                        LoadDrafterLinear(checkpoint, p + "mlp.up_proj", i, h, bits));
+  ABSL_ASSIGN_OR_RETURN(layer.down_proj,
+                        LoadDrafterLinear(checkpoint, p + "mlp.down_proj", h, i, bits));
   if (config.kind == DrafterKind::kDFlash2) {
-    ABSL_ASSIGN_OR_RETURN(layer.attention_conv, LoadConv(checkpoint, p + "attention_conv", config));
-    ABSL_ASSIGN_OR_RETURN(layer.mlp_conv, LoadConv(checkpoint, p + "mlp_conv", config));
+    ABSL_ASSIGN_OR_RETURN(layer.attention_conv,
+                          LoadConv(checkpoint, p + "attention_conv", config, bits));
+    ABSL_ASSIGN_OR_RETURN(layer.mlp_conv, LoadConv(checkpoint, p + "mlp_conv", config, bits));
   }
   return layer;
 }
@@ -99,21 +103,21 @@ absl::StatusOr<Codebook> LoadCodebook(const Checkpoint& checkpoint, const std::s
 }  // namespace
 
 absl::StatusOr<DrafterWeights> LoadDrafterWeights(const Checkpoint& checkpoint,
-                                                  const DrafterConfig& config) {
+                                                  const DrafterConfig& config, LinearBits bits) {
   DrafterWeights w;
   const int64_t h = config.hidden_size;
-  ABSL_ASSIGN_OR_RETURN(w.fc, target::LoadLinear(checkpoint, "fc", h, config.num_taps() * h));
+  ABSL_ASSIGN_OR_RETURN(w.fc, LoadDrafterLinear(checkpoint, "fc", h, config.num_taps() * h, bits));
   ABSL_ASSIGN_OR_RETURN(w.hidden_norm, LoadExact(checkpoint, "hidden_norm.weight", {h}));
   ABSL_ASSIGN_OR_RETURN(w.norm, LoadExact(checkpoint, "norm.weight", {h}));
   for (int64_t i = 0; i < config.num_layers; ++i) {
-    ABSL_ASSIGN_OR_RETURN(DrafterLayerWeights layer, LoadLayer(checkpoint, i, config));
+    ABSL_ASSIGN_OR_RETURN(DrafterLayerWeights layer, LoadLayer(checkpoint, i, config, bits));
     w.layers.push_back(std::move(layer));
   }
   if (config.kind == DrafterKind::kDFlash2) {
     SelectorWeights selector;
     ABSL_ASSIGN_OR_RETURN(selector.hidden_projection,
-                          target::LoadLinear(checkpoint, "candidate_selector.hidden_projection",
-                                             config.selector_rank, h));
+                          LoadDrafterLinear(checkpoint, "candidate_selector.hidden_projection",
+                                            config.selector_rank, h, bits));
     ABSL_ASSIGN_OR_RETURN(
         selector.predecessor,
         LoadCodebook(checkpoint, "candidate_selector.predecessor_codebook", config));

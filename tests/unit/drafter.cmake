@@ -11,6 +11,8 @@ if(TARGET twinspan_drafter)
             ${CMAKE_CURRENT_LIST_DIR}/drafter/head_variant_test.cc
             ${CMAKE_CURRENT_LIST_DIR}/drafter/drafter_weights_test.cc
             ${CMAKE_CURRENT_LIST_DIR}/drafter/draft_head_test.cc
+            ${CMAKE_CURRENT_LIST_DIR}/drafter/drafter_linear_test.cc
+            ${CMAKE_CURRENT_LIST_DIR}/drafter/drafter_backend_test.cc
     LIBS twinspan_drafter twinspan_safetensors
     LABELS unit)
 endif()

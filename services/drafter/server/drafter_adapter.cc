@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/hash/sha256.h"
 #include "common/status.h"
 #include "kernels/cpu/parallel.h"
@@ -86,6 +87,12 @@ absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
   drafter::DrafterOptions options;
   options.model.pool = pool.get();
   options.model.context = o.context;
+  if (o.drafter_bits != 16 && o.drafter_bits != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--drafter-bits %d: 16 (as stored) or 4 (Q4)", o.drafter_bits));
+  }
+  options.model.linear_bits =
+      o.drafter_bits == 4 ? drafter::LinearBits::kQ4 : drafter::LinearBits::kAsStored;
   options.head = o.head_variant;
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<drafter::Drafter> d,
                         drafter::Drafter::Open(o.drafter_dir, o.target_dir, options));

@@ -18,6 +18,7 @@ struct DrafterAdapterOptions {
   int64_t context = 4096;  // positions per stream (context plus one block)
   int threads = 1;
   int max_streams = 256;
+  int drafter_bits = 16;  // 16: linears as stored; 4: dense linears quantized to Q4 at load
 };
 
 // Opens the drafter and the target views. Errors: those of Drafter::Open, of reading the target's

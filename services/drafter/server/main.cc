@@ -28,6 +28,8 @@ int Run(int argc, char** argv) {
   app.add_option("--metrics", metrics_listen, "/metrics address (port 0 picks one)");
   app.add_option("--context", o.context, "Positions per stream (context plus one block)");
   app.add_option("--threads", o.threads, "CPU threads");
+  app.add_option("--drafter-bits", o.drafter_bits,
+                 "16: linears as stored; 4: dense linears quantized to Q4 at load");
   app.add_option("--max-streams", o.max_streams, "Open streams per target connection");
   app.add_option("--max-message-mb", max_message_mb, "gRPC message size limit");
   app.add_option("--drain-seconds", drain_seconds, "Grace period on SIGTERM");

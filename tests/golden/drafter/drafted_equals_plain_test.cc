@@ -1,5 +1,6 @@
 // drafted == plain: a random tiny drafter of each kind over the golden tiny targets of each family
-// (golden/README.md sections 5 and 6), greedy and sampled. Drafts only ever change speed.
+// (golden/README.md sections 5 and 6), greedy and sampled, with the drafter's linears as stored or
+// at 4 bits (Q4): drafts, whatever their precision, only ever change speed.
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -23,6 +24,7 @@ struct Case {
   std::string target;
   bool dflash2;
   float temperature;
+  bool q4 = false;
 };
 
 class DraftedEqualsPlainTest : public ::testing::TestWithParam<Case> {};
@@ -34,8 +36,10 @@ TEST_P(DraftedEqualsPlainTest, SameTokens) {
   ASSERT_TRUE(target.ok()) << target.status();
   const std::string drafter_dir = WriteRandomDrafter(
       std::string("twinspan_drafter_") + (c.dflash2 ? "v2" : "v1"), c.dflash2, c.dflash2 ? 7 : 8);
-  auto drafter = Drafter::Open(drafter_dir, target_dir,
-                               {.model = {.context = 256}, .head = "0:2048,3968:4096"});
+  const DrafterModelOptions model{.context = 256,
+                                  .linear_bits = c.q4 ? LinearBits::kQ4 : LinearBits::kAsStored};
+  auto drafter =
+      Drafter::Open(drafter_dir, target_dir, {.model = model, .head = "0:2048,3968:4096"});
   ASSERT_TRUE(drafter.ok()) << drafter.status();
   const std::vector<int32_t> prompt = {11, 402, 95, 3001, 77, 12, 1999, 4000, 5};
   const sampler::SamplingParams sampling{.temperature = c.temperature, .top_k = 40};
@@ -60,7 +64,11 @@ INSTANTIATE_TEST_SUITE_P(Families, DraftedEqualsPlainTest,
                                            Case{"hf_qwen3_5_tiny/model", false, 0.0f},
                                            Case{"hf_qwen3_5_tiny/model", true, 0.0f},
                                            Case{"hf_qwen3_5_tiny/model", true, 0.8f},
-                                           Case{"hf_qwen3_5_tiny/model", false, 0.8f}));
+                                           Case{"hf_qwen3_5_tiny/model", false, 0.8f},
+                                           Case{"hf_qwen3_tiny/model", true, 0.0f, true},
+                                           Case{"hf_qwen3_tiny/model", false, 0.0f, true},
+                                           Case{"hf_qwen3_5_tiny/model", true, 0.0f, true},
+                                           Case{"hf_qwen3_5_tiny/model", true, 0.8f, true}));
 
 }  // namespace
 }  // namespace twinspan::drafter

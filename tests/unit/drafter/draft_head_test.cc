@@ -18,6 +18,7 @@
 #include "common/safetensors/half.h"
 #include "common/safetensors/writer.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/linear.h"
 
 namespace twinspan::drafter {
@@ -83,11 +84,17 @@ void ExpectSpansEqualFullHead(const cpu::LinearWeight& lm_head, const std::strin
   ASSERT_TRUE(cpu::Linear({}, x.data(), rows, lm_head, full.data()).ok());
   auto variant = MakeHeadVariant(spec, vocab);
   ASSERT_TRUE(variant.ok()) << variant.status();
-  auto head = DraftHead::Create(lm_head, *variant);
+  const std::unique_ptr<backend::Backend> cpu = cpu::NewCpuBackend(nullptr);
+  auto head = DraftHead::Create(*cpu, lm_head, *variant);
   ASSERT_TRUE(head.ok()) << head.status();
   ASSERT_EQ(head->columns(), variant->columns());
   std::vector<float> spans(rows * head->columns());
-  ASSERT_TRUE(head->Logits({}, x.data(), rows, spans.data()).ok());
+  auto x_buffer = cpu->AllocateFloats(rows * h);
+  auto spans_buffer = cpu->AllocateFloats(rows * head->columns());
+  ASSERT_TRUE(x_buffer.ok() && spans_buffer.ok());
+  ASSERT_TRUE(cpu->Upload(**x_buffer, 0, x.data(), x.size() * sizeof(float)).ok());
+  ASSERT_TRUE(head->Logits(*cpu, (*x_buffer)->floats(), h, rows, (*spans_buffer)->floats()).ok());
+  ASSERT_TRUE(cpu->Download(spans.data(), **spans_buffer, 0, spans.size() * sizeof(float)).ok());
   int64_t mismatches = 0;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < head->columns(); ++c) {
@@ -136,7 +143,8 @@ TEST(Exl3DraftHeadTest, TwoSpanOfA27BShapedHeadEqualsTheFullHead) {
   EXPECT_EQ((*views)[1].drop_front(), 7904);
   EXPECT_EQ((*views)[0].weight.plan(), head.weight.exl3()->plan());
   EXPECT_EQ((*views)[1].weight.plan(), head.weight.exl3()->plan());
-  auto draft_head = DraftHead::Create(head.weight, *variant);
+  const std::unique_ptr<backend::Backend> cpu = cpu::NewCpuBackend(nullptr);
+  auto draft_head = DraftHead::Create(*cpu, head.weight, *variant);
   ASSERT_TRUE(draft_head.ok()) << draft_head.status();
   ExpectSpansEqualFullHead(head.weight, "two-span", 2);
 }

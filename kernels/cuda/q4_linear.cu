@@ -1,0 +1,107 @@
+// Host side of the Q4 linear: validation, the (R, C) configuration and the launch. Device code is
+// in q4_linear_kernel.cuh.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/strings/str_format.h"
+#include "kernels/cuda/q4_linear.cuh"
+#include "kernels/cuda/q4_linear_kernel.cuh"
+
+namespace twinspan::cuda {
+namespace {
+
+namespace qk = q4_kernel;
+
+// Blocks per SM the launch aims to fill (two 256-thread blocks of ~100 registers fit an SM).
+constexpr int64_t kBlocksPerSm = 2;
+
+bool Misaligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; }
+
+template <int R, int C>
+cudaError_t Launch(const qk::Params& p, dim3 grid, cudaStream_t stream) {
+  qk::Q4LinearKernel<R, C><<<grid, qk::kThreads, qk::SmemBytes(R), stream>>>(p);
+  return cudaGetLastError();
+}
+
+template <int R>
+cudaError_t LaunchColumns(int columns, const qk::Params& p, dim3 grid, cudaStream_t stream) {
+  switch (columns) {
+    case 4:
+      return Launch<R, 4>(p, grid, stream);
+    case 2:
+      return Launch<R, 2>(p, grid, stream);
+    default:
+      return Launch<R, 1>(p, grid, stream);
+  }
+}
+
+}  // namespace
+
+absl::Status Q4Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
+                      const Q4DeviceWeight& w, float* y, int64_t y_stride) {
+  if (!w.codes || !w.scale_offset)
+    return absl::InvalidArgumentError("Q4Linear: codes and scale_offset must be device pointers");
+  if (w.n <= 0 || w.k <= 0 || w.k % qk::kGroup != 0 || w.n > INT32_MAX || w.k > INT32_MAX)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "Q4Linear: weight [n=%d, k=%d] needs positive sizes and k a multiple of 128", w.n, w.k));
+  if (rows < 0 || rows > INT32_MAX)
+    return absl::InvalidArgumentError(absl::StrFormat("Q4Linear: rows = %d", rows));
+  if (rows == 0) return absl::OkStatus();
+  if (!x || !y) return absl::InvalidArgumentError("Q4Linear: x and y must be device pointers");
+  if (x_stride < w.k || x_stride % 4 != 0 || y_stride < w.n)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("Q4Linear: x_stride=%d must be a multiple of 4 and at least k=%d; "
+                        "y_stride=%d at least n=%d",
+                        x_stride, w.k, y_stride, w.n));
+  if (Misaligned(x) || Misaligned(w.codes))
+    return absl::InvalidArgumentError("Q4Linear: x and the codes must be 16-byte aligned");
+
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    return absl::InternalError("Q4Linear: cannot read the device's SM count");
+  const int64_t target_blocks = kBlocksPerSm * sms;
+  // More columns per warp reuse each staged x value more; fewer give small matrices more blocks.
+  int columns = 4;
+  while (columns > 1 && (w.n + qk::kWarps * columns - 1) / (qk::kWarps * columns) < target_blocks)
+    columns /= 2;
+  const int r = rows >= 8 ? 8 : (rows >= 4 ? 4 : (rows >= 2 ? 2 : 1));
+  const int64_t blocks_x = (w.n + qk::kWarps * columns - 1) / (qk::kWarps * columns);
+  const int64_t row_tiles = (rows + r - 1) / r;
+  const int64_t blocks_y = std::clamp<int64_t>(target_blocks / blocks_x, 1, row_tiles);
+
+  qk::Params p;
+  p.x = x;
+  p.x_stride = x_stride;
+  p.codes = reinterpret_cast<const uint4*>(w.codes);
+  p.scale_offset = w.scale_offset;
+  p.y = y;
+  p.y_stride = y_stride;
+  p.rows = static_cast<int>(rows);
+  p.n = static_cast<int>(w.n);
+  p.k = static_cast<int>(w.k);
+  const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y));
+  cudaError_t e = cudaSuccess;
+  switch (r) {
+    case 8:
+      e = LaunchColumns<8>(columns, p, grid, ctx.stream);
+      break;
+    case 4:
+      e = LaunchColumns<4>(columns, p, grid, ctx.stream);
+      break;
+    case 2:
+      e = LaunchColumns<2>(columns, p, grid, ctx.stream);
+      break;
+    default:
+      e = LaunchColumns<1>(columns, p, grid, ctx.stream);
+      break;
+  }
+  if (e != cudaSuccess)
+    return absl::InternalError(
+        absl::StrFormat("Q4Linear: launch failed: %s", cudaGetErrorString(e)));
+  return absl::OkStatus();
+}
+
+}  // namespace twinspan::cuda
