@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <map>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -11,10 +12,15 @@
 #include "common/status.h"
 #include "kernels/cuda/add.cuh"
 #include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/causal_conv1d.cuh"
 #include "kernels/cuda/cuda_backend_handles.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/dynamic_conv.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/exl3_linear.cuh"
+#include "kernels/cuda/gated_delta_net.cuh"
+#include "kernels/cuda/gated_delta_net_gates.cuh"
+#include "kernels/cuda/gated_rms_norm.cuh"
 #include "kernels/cuda/kv_cache.cuh"
 #include "kernels/cuda/linear.cuh"
 #include "kernels/cuda/mul_sigmoid.cuh"
@@ -25,13 +31,6 @@
 
 namespace twinspan::cuda {
 namespace {
-
-absl::Status NotYet(const char* op) {
-  return absl::UnimplementedError(absl::StrFormat(
-      "CUDA backend: %s has no CUDA twin yet (the Gated DeltaNet and drafter ops come with the "
-      "cudagdn work)",
-      op));
-}
 
 absl::Status CheckRange(const backend::Buffer& buffer, size_t offset, size_t bytes,
                         const char* what) {
@@ -244,25 +243,47 @@ class CudaBackend final : public backend::Backend {
                            num_keys, out, out_stride);
   }
 
-  absl::Status CausalConv1d(const float*, int64_t, int64_t, const float*, int64_t, float*,
-                            float*) override {
-    return NotYet("CausalConv1d");
+  absl::Status CausalConv1d(const float* x, int64_t rows, int64_t channels, const float* weight,
+                            int64_t kernel, float* conv_state, float* y) override {
+    DeviceGuard guard(device_);
+    return cuda::CausalConv1d(Ctx(), x, rows, channels, weight, kernel, conv_state, y);
   }
-  absl::Status GatedDeltaNetGates(const float*, const float*, int64_t, int64_t, const float*,
-                                  const float*, float*, float*) override {
-    return NotYet("GatedDeltaNetGates");
+
+  absl::Status GatedDeltaNetGates(const float* a, const float* b, int64_t rows, int64_t v_heads,
+                                  const float* a_log, const float* dt_bias, float* g,
+                                  float* beta) override {
+    DeviceGuard guard(device_);
+    return cuda::GatedDeltaNetGates(Ctx(), a, b, rows, v_heads, a_log, dt_bias, g, beta);
   }
-  absl::Status GatedDeltaNet(const float*, const float*, const float*, int64_t,
-                             const cpu::GatedDeltaNetDims&, float*, float*) override {
-    return NotYet("GatedDeltaNet");
+
+  // The recurrent form for every window, prompts included: the chunked form's bits depend on how a
+  // prompt is cut, which the CPU twin's never do.
+  absl::Status GatedDeltaNet(const float* qkv, const float* g, const float* beta, int64_t rows,
+                             const cpu::GatedDeltaNetDims& dims, float* state,
+                             float* out) override {
+    DeviceGuard guard(device_);
+    return cuda::GatedDeltaNet(Ctx(), qkv, g, beta, rows, dims, state, out);
   }
-  absl::Status GatedRmsNorm(const float*, const float*, int64_t, int64_t, const float*, float,
-                            float*) override {
-    return NotYet("GatedRmsNorm");
+
+  absl::Status GatedRmsNorm(const float* x, const float* gate, int64_t groups, int64_t dim,
+                            const float* weight, float eps, float* y) override {
+    DeviceGuard guard(device_);
+    return cuda::GatedRmsNorm(Ctx(), x, gate, groups, dim, weight, eps, y);
   }
-  absl::Status DynamicConv(float*, const float*, const float*, const float*,
-                           const cpu::DynamicConvParams&) override {
-    return NotYet("DynamicConv");
+
+  absl::Status DynamicConv(float* out, const float* x, const float* base, const float* dynamic,
+                           const cpu::DynamicConvParams& p) override {
+    // The spans' sizes as the CPU backend derives them; the op checks them against p.
+    const bool shaped = p.rows >= 0 && p.channels > 0 && p.taps > 0 && p.group_size > 0 &&
+                        p.channels % p.group_size == 0;
+    const int64_t n = shaped ? p.rows * p.channels : 0;
+    const int64_t base_n = shaped ? p.taps * p.channels : 0;
+    const int64_t dynamic_n = !shaped || p.rows == 0 ? 0
+                                                     : (p.rows - 1) * p.dynamic_row_stride +
+                                                           p.taps * (p.channels / p.group_size);
+    DeviceGuard guard(device_);
+    return cuda::DynamicConv(Ctx(), Span(out, n), Span(x, n), Span(base, base_n),
+                             Span(dynamic, dynamic_n), p);
   }
 
   absl::Status TopK(const float* logits, float* values, int32_t* indices,
@@ -277,6 +298,11 @@ class CudaBackend final : public backend::Backend {
     Context ctx;
     ctx.stream = stream_;
     return ctx;
+  }
+
+  template <typename T>
+  static std::span<T> Span(T* p, int64_t n) {
+    return n > 0 ? std::span<T>(p, static_cast<size_t>(n)) : std::span<T>();
   }
 
   template <typename T, typename Handle>

@@ -4,7 +4,7 @@
 // scratch costs no cudaMalloc. Weights and tables are plain cudaMalloc blocks.
 //
 // Errors: CUDA failures are Internal with CUDA's error string; out-of-memory is ResourceExhausted
-// naming the bytes. Ops whose CUDA twin is not written yet return Unimplemented naming the op.
+// naming the bytes; handles and buffers of another backend are InvalidArgument.
 #ifndef TWINSPAN_KERNELS_CUDA_CUDA_BACKEND_H_
 #define TWINSPAN_KERNELS_CUDA_CUDA_BACKEND_H_
 

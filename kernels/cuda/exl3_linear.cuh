@@ -1,9 +1,9 @@
 // EXL3 linear on the GPU: y = x @ W for an EXL3-quantized weight, 1..64 rows per launch (decode and
 // verify windows); more rows run as consecutive 64-row launches. Twin of kernels/cpu/exl3_linear.h.
 //
-// Row-invariant: the reduction order depends on (k, n, plan) only, so every row gets the bits it
-// gets when it runs alone. A column view (exl3 Weight::columns) gives bit for bit the parent's
-// columns when it carries the parent's plan and tile row stride.
+// Row-invariant: the reduction order depends on (k, plan) only, so every row gets the bits it gets
+// when it runs alone, and a column view (exl3 Weight::columns) gives bit for bit the parent's
+// columns when it carries the parent's plan.
 #ifndef TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_CUH_
 #define TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_CUH_
 
@@ -22,15 +22,14 @@ enum class Exl3Codebook : int { k3inst = 0, kMcg = 1, kMul1 = 2 };
 
 // A device-resident EXL3 weight or a view of whole 128-column blocks of one. Non-owning.
 struct Exl3DeviceWeight {
-  const uint16_t* trellis =
-      nullptr;                   // Tile (0, first column tile of the view), [k/16][*][16*bits].
-  int64_t tile_row_stride = 0;   // uint16 elements between k-tile rows: parent n/16 * 16 * bits.
-  const __half* suh = nullptr;   // [k]
-  const __half* svh = nullptr;   // [n] of the view.
-  const __half* bias = nullptr;  // [n] of the view, or nullptr.
-  int64_t k = 0;                 // in_features, a multiple of 128.
-  int64_t n = 0;                 // out_features of the view, a multiple of 128.
-  int bits = 0;                  // K, 1..8.
+  const uint32_t* trellis = nullptr;  // The view's first 128-column block, in the device layout
+                                      // of kernels/cuda/exl3_layout.h (16-byte aligned).
+  const __half* suh = nullptr;        // [k]
+  const __half* svh = nullptr;        // [n] of the view.
+  const __half* bias = nullptr;       // [n] of the view, or nullptr.
+  int64_t k = 0;                      // in_features, a multiple of 128.
+  int64_t n = 0;                      // out_features of the view, a multiple of 128.
+  int bits = 0;                       // K, 1..8.
   Exl3Codebook codebook = Exl3Codebook::kMul1;
   int k_splits = 0;  // From exl3 plan(k, parent n): K splits ...
   int warps = 0;     // ... and warps per split (1..8). Never derived here.
@@ -42,6 +41,14 @@ struct Context {
   cudaStream_t stream = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  // Tests and tuning only; none changes a bit of the output. Schedule: 0 picks per launch,
+  // 1 forces warp units, 2 forces rounds. Blocks per SM: 0 or 1 one block with all the SM's warps,
+  // 2 two blocks of half as many. L2 prefetch: 0 automatic, -1 off, else half-strips ahead.
+  // Rotation kernel: 0 only where shared memory is short, 1 always above 16 rows.
+  int exl3_schedule = 0;
+  int exl3_blocks_per_sm = 0;
+  int exl3_l2_ahead = 0;
+  int exl3_rotation_kernel = 0;
 };
 
 // Bytes of workspace Exl3Linear needs for `w` at up to `rows` rows.
@@ -49,10 +56,11 @@ size_t Exl3LinearWorkspaceBytes(const Exl3DeviceWeight& w, int64_t rows);
 
 // y[rows, n] = x[rows, k] @ W, x and y device fp32, row strides x_stride and y_stride in floats.
 // Same arithmetic as cpu::Exl3Linear except the order of the fp32 sums inside a group of k-tiles
-// (xh is bit-identical; products of fp16 values are exact). Asynchronous on
-// ctx.stream. InvalidArgument naming the bad field for shapes, plan or strides that do not fit
-// or x, y or the trellis not 16-byte aligned,
-// ResourceExhausted for a small workspace, Internal for a failed launch.
+// (xh is bit-identical; products of fp16 values are exact). Asynchronous on ctx.stream; uses
+// programmatic dependent launch, so it may start streaming W while the previous kernel on the
+// stream finishes (it reads x only after). InvalidArgument naming the bad field for shapes, plan
+// or strides that do not fit or x, y or the trellis not 16-byte aligned, ResourceExhausted for a
+// small workspace or a plan whose groups exceed shared memory, Internal for a failed launch.
 absl::Status Exl3Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
                         const Exl3DeviceWeight& w, float* y, int64_t y_stride);
 

@@ -1,23 +1,43 @@
 // Device code of the EXL3 linear (decode and verify windows, 1..64 rows per launch).
 //
-// Algorithm. y = (H128 . ((H128 . (x*suh)) @ W_hat)) * svh, W_hat decoded from the trellis in
-// registers. The grid is (128-column blocks x 8/TPW column groups, K splits); a block owns 16*TPW
-// columns (TPW 16x16 tiles per warp) of one 128-column block and one K split, and its `wk` warps
-// each walk a contiguous run of k-tiles. TPW = 4 halves the input re-reads (each column group
-// copies every row's k range) where rows make them dominate; it changes no sum's order. Each warp
-// stages its trellis words in a private shared-memory ring (cp.async, no block barrier in the main
-// loop), decodes every tile once into mma B fragments and multiplies it with all 16*MT rows, so one
-// decode serves every row of a verify window.
+// Algorithm. y = (H128 . ((H128 . (x*suh)) @ W_hat)) * svh + bias, W_hat decoded from the trellis
+// in registers. The plan (SK splits x WK warps, exl3::plan) cuts k into G = SK*WK groups of L =
+// k/16/G k-tiles. A work item is (128-column block b, half h of its 8 tile columns, group g): one
+// warp streams its L half-strips (4 tiles each) straight from global memory into registers with
+// 16-byte loads, D steps ahead (exl3_layout.h puts a lane's bits of 4 tiles in one run), decodes
+// each tile once into the A fragment of W^T and multiplies it with 8 input rows per mma
+// (exl3_decode.cuh), accumulating the group in fp32 mma accumulators.
 //
-// Row invariance. Every row's sum runs in one fixed order that depends on (k, n, plan) alone:
-// k-tiles in order inside a warp (fp32 mma accumulators), warps in order through shared memory,
-// K splits in order in the epilogue. Rows never mix, so 1 row or 64 rows give each row the same
-// bits.
+// Sum order (fixed by (k, plan) alone, so every row count and every column view of the stored
+// matrix gives each row the same bits): inside a group, the mma chain over its k-tiles in
+// order; then split s = ((g(s,0) + g(s,1)) + ...) over its WK groups; then ((split 0 + split 1)
+// + ...). Rows never mix: each input row is one column of the mma's B operand.
 //
-// Epilogue. Partials of every (column group, split) go to fp32 scratch `z`; the last block to
-// finish a 128-column block (atomic counter) sums the splits, runs the fp32 output Hadamard across
-// one warp per row, scales by svh, adds the bias and writes y. The counter is reset for the next
-// launch.
+// Two ways to run the same sums, chosen per launch by the host (exl3_linear.cu): "units", where
+// each warp owns whole items and writes each group's partial to fp32 scratch z (fine-grained, so
+// every SM gets the same work even for 96 column blocks), and "rounds", where the WK warps of a
+// split work on the same (b, h) at once and fold their groups in shared memory in warp order
+// before writing the split's partial (less scratch traffic for wide matrices). The last item to
+// finish a column block (an atomic counter) queues it; at the block's end its warps fold the
+// partials in the order above, run the fp32 output Hadamard, scale by svh, add the bias and
+// write the kept columns of each segment (a span view's logits go straight into a packed row).
+//
+// Input. Rows are rotated (xh = fp16(H128(x*suh)/sqrt(128)), bit-identical to the CPU op) by each
+// block for the k range its items cover, into shared memory in the mma B-fragment order; when
+// that does not fit (more than 16 rows of a wide k range), a separate kernel writes the same
+// layout to global memory first.
+//
+// Memory. Each warp keeps D half-strips in registers and prefetches p.l2_ahead more into L2 with
+// bulk prefetches, so the HBM queue stays full at ~20 warps per SM (one block per SM holds them
+// all, so every SM gets the same work to within one item).
+//
+// Launches use programmatic dependent launch (sm_90+): a block, once resident, prefetches and
+// loads its first weights before waiting for the previous grid, and touches x, y and the scratch
+// only after that grid has finished.
+//
+// Measured (H200, docs/perf.md, 2026-12-01): the 27B's 401 linears at one row in 11.3 ms (the
+// previous kernel 14.4 ms, exllamav3 12.4 ms); steady state ~55% of the SM's issue rate (the lm_head
+// at K = 6: 2.35 TB/s), so the decode's instruction count, not HBM, is the limit.
 #ifndef TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
 #define TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
 
@@ -25,173 +45,85 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/exl3_decode.cuh"
+#include "kernels/cuda/exl3_layout.h"
+
 namespace twinspan::cuda::exl3_kernel {
 
-// Matches the order of exl3::Codebook; the kernels are instantiated per codebook.
-enum class Cb : int { k3inst = 0, kMcg = 1, kMul1 = 2 };
+constexpr int kRotateWarps = 8;  // Per block of the rotation kernel.
+constexpr int kMaxSegments = 4;
 
-// Column groups per 128-column block when each warp owns TPW 16x16 tiles per k step.
-template <int TPW>
-__host__ __device__ constexpr int ColGroups() {
-  return 8 / TPW;
-}
+// Most warps of one block (one block per SM): its registers bound it (<= 102, 128 and 255 regs).
+__host__ __device__ constexpr int MaxWarps(int ng) { return ng == 1 ? 20 : (ng == 2 ? 16 : 8); }
 constexpr float kHadScale = 0.08838834764831845f;  // 1/sqrt(128).
 
-// Everything one launch needs; pointers are device pointers.
+// Half-strips each warp keeps in flight (~2 KB per warp at K <= 4; 64 rows need the registers for
+// accumulators). Even, so the two B-fragment buffers alternate across loop iterations.
+template <int K, int NG>
+__host__ __device__ constexpr int PrefetchSteps() {
+  return K <= 4 && NG < 8 ? 4 : 2;
+}
+
+// B-fragment words of one k-tile for 8 * ng rows: [lane][ng][2].
+__host__ __device__ constexpr int XsWordsPerKtile(int ng) { return 64 * ng; }
+
+// Column blocks [first, next segment's first) of a launch: blocks of one view of the stored matrix,
+// whose view columns [keep_begin, keep_end) go to output columns out_col, out_col + 1, ...
+struct Segment {
+  const uint32_t* trellis;  // The view's first block, device layout.
+  const __half* svh;        // The view's columns.
+  const __half* bias;       // Or nullptr.
+  int first;                // First launch block of this segment.
+  int keep_begin, keep_end;
+  int64_t out_col;
+  int vector_store;  // 1: every kept group of 4 columns is one aligned float4 store.
+};
+
 struct LinearParams {
-  const uint16_t* trellis;  // First tile of the (view's) first column block, row k-tile 0.
-  int64_t
-      tile_row_stride;  // uint16 elements between consecutive k-tile rows (parent's n/16 * 16K).
-  const __half* xh;     // [m][k] rotated input.
-  const __half* svh;    // [n] output scales of the view.
-  const __half* bias;   // [n] or nullptr.
-  float* z;             // [sk][m][n] fp32 partials.
-  int* counters;        // [n/128], zero before the launch, zero again after it.
-  float* y_f32;         // [m][ldy] or nullptr.
-  __half* y_f16;        // [m][ldy] or nullptr.
+  Segment seg[kMaxSegments];
+  int segments;
+  const float* x;  // [m][ldx] fp32.
+  int64_t ldx;
+  const __half* suh;  // [k]
+  float* y;           // Output rows, stride ldy.
   int64_t ldy;
-  int m, k, n, sk, wk;
+  float* z;                   // fp32 partials (units: [nb][G][m][128]; rounds: [SK][m][nb*128]).
+  int* counters;              // [nb], zero before and after the launch.
+  const uint32_t* xs_global;  // B fragments of all k-tiles, or nullptr: rotate in each block.
+  int m, k, nb;               // Rows, in_features, blocks of the launch.
+  int sk, wk;
+  int rounds;       // 0: units, 1: rounds.
+  int l2_ahead;     // Half-strips each warp prefetches into L2 ahead of its register loads.
+  int red_offset;   // Shared word offset of the rounds fold buffers.
+  int list_offset;  // Shared word offset of the epilogue queue.
 };
-
-// Pipeline depth per warp: the ring holds each k step's trellis words and its A tile.
-template <int K, int MT>
-__host__ __device__ constexpr int Stages() {
-  // Measured on the H200: 8 stages at MT = 1, K <= 4 beat 6 by 10-20% at one row.
-  return MT == 1 ? (K <= 4 ? 8 : 6) : (MT == 2 ? 4 : 3);
-}
-
-template <int K, int TPW>
-__host__ __device__ constexpr int
-StageWords() {  // uint32 words of one warp's k step of trellis (TPW tiles).
-  return TPW * 8 * K;
-}
-
-// A tile of one k step: 16*MT rows of 16 halves, rows padded to 12 words so the fragment loads of
-// a warp hit 32 distinct banks.
-constexpr int kARowWords = 12;
-template <int MT>
-__host__ __device__ constexpr int AWords() {
-  return 16 * MT * kARowWords;
-}
-
-template <int K, int MT, int TPW>
-__host__ __device__ constexpr int RingWords() {  // One warp's ring.
-  return Stages<K, MT>() * (StageWords<K, TPW>() + AWords<MT>());
-}
-
-// Dynamic shared memory of one block: the warps' rings, reused for the 16*MT x 16*TPW reduction
-// tile.
-template <int K, int MT, int TPW>
-__host__ __device__ constexpr int SharedBytes(int wk) {
-  const int ring = wk * RingWords<K, MT, TPW>() * 4, red = 16 * MT * 16 * TPW * 4;
-  return ring > red ? ring : red;
-}
-
-// ---- decode ---------------------------------------------------------------------------------
-
-// Two fp16 codebook values of states s0, s1 packed as (lo = s0, hi = s1).
-template <Cb CB>
-__device__ __forceinline__ uint32_t Codebook2(uint32_t s0, uint32_t s1) {
-  if constexpr (CB == Cb::kMul1) {
-    // value = fp16(1024 + bytesum(s*M)) * 1/147.7 - 10.38: one rounding, as __hfma.
-    const uint32_t x0 = s0 * 0x83DCD12Du, x1 = s1 * 0x83DCD12Du;
-    const uint32_t h0 = __dp4a(x0, 0x01010101u, 0x6400u);
-    const uint32_t h1 = __dp4a(x1, 0x01010101u, 0x6400u);
-    const uint32_t h = __byte_perm(h0, h1, 0x5410);
-    const __half2 kinv = __halves2half2(__ushort_as_half(0x1EEE), __ushort_as_half(0x1EEE));
-    const __half2 kbias = __halves2half2(__ushort_as_half(0xC931), __ushort_as_half(0xC931));
-    const __half2 v = __hfma2(*reinterpret_cast<const __half2*>(&h), kinv, kbias);
-    return *reinterpret_cast<const uint32_t*>(&v);
-  } else {
-    uint32_t x0, x1;
-    if constexpr (CB == Cb::k3inst) {
-      x0 = s0 * 89226354u + 64248484u;
-      x1 = s1 * 89226354u + 64248484u;
-    } else {
-      x0 = s0 * 0xCBAC1FEDu;
-      x1 = s1 * 0xCBAC1FEDu;
-    }
-    // Keep sign and 12 mantissa bits, force the exponent into [0.125, 2): one lop3 each.
-    x0 = (x0 & 0x8FFF8FFFu) ^ 0x3B603B60u;
-    x1 = (x1 & 0x8FFF8FFFu) ^ 0x3B603B60u;
-    const uint32_t lo = __byte_perm(x0, x1, 0x5410), hi = __byte_perm(x0, x1, 0x7632);
-    const __half2 v =
-        __hadd2(*reinterpret_cast<const __half2*>(&lo), *reinterpret_cast<const __half2*>(&hi));
-    return *reinterpret_cast<const uint32_t*>(&v);
-  }
-}
-
-// The 16-bit state starting at bit `bit` (MSB-first) of the 96-bit string w0:w1:w2.
-template <int bit>
-__device__ __forceinline__ uint32_t StateAt(uint32_t w0, uint32_t w1, uint32_t w2) {
-  constexpr int q = bit / 32, r = bit % 32;
-  const uint32_t a = q == 0 ? w0 : (q == 1 ? w1 : w2);
-  if constexpr (r == 8) {
-    return __byte_perm(a, 0u, 0x4421);  // Bytes 2..1, zero above: one PRMT.
-  } else if constexpr (r + 16 <= 32) {
-    return (a >> (16 - r)) & 0xFFFFu;
-  } else {
-    const uint32_t b = q == 0 ? w1 : w2;
-    return __funnelshift_l(b, a, r) >> 16;
-  }
-}
-
-// Per-lane constants for reading one tile: byte offsets of the 4 words holding the lane's 8
-// windows, and the bit offset of the first window inside the first word. Positions 8l..8l+7
-// belong to lane l.
-struct LaneWindow {
-  uint32_t byte[4];
-  int offset;
-};
-
-template <int K>
-__device__ __forceinline__ LaneWindow MakeLaneWindow(int lane) {
-  LaneWindow w;
-  const int bits = 256 * K;
-  const int b0 = ((8 * lane + 1) * K - 16 + bits) % bits;  // Window of position 8l starts here.
-  const int first = b0 / 32;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) w.byte[i] = 4 * ((first + i) % (8 * K));
-  w.offset = b0 % 32;
-  return w;
-}
-
-// Decodes the lane's 8 positions of one tile (8K words at byte address `tile` in shared memory)
-// into two m16n8k16 B fragments: frag[0..1] for tile columns 0..7, frag[2..3] for columns 8..15.
-template <Cb CB, int K>
-__device__ __forceinline__ void DecodeTile(const char* tile, const LaneWindow& lw,
-                                           uint32_t frag[4]) {
-  const uint32_t a = *reinterpret_cast<const uint32_t*>(tile + lw.byte[0]);
-  const uint32_t b = *reinterpret_cast<const uint32_t*>(tile + lw.byte[1]);
-  const uint32_t c = *reinterpret_cast<const uint32_t*>(tile + lw.byte[2]);
-  const uint32_t d = *reinterpret_cast<const uint32_t*>(tile + lw.byte[3]);
-  const uint32_t w0 = __funnelshift_l(b, a, lw.offset);
-  const uint32_t w1 = __funnelshift_l(c, b, lw.offset);
-  const uint32_t w2 = __funnelshift_l(d, c, lw.offset);
-  frag[0] = Codebook2<CB>(StateAt<0 * K>(w0, w1, w2), StateAt<1 * K>(w0, w1, w2));
-  frag[1] = Codebook2<CB>(StateAt<2 * K>(w0, w1, w2), StateAt<3 * K>(w0, w1, w2));
-  frag[2] = Codebook2<CB>(StateAt<4 * K>(w0, w1, w2), StateAt<5 * K>(w0, w1, w2));
-  frag[3] = Codebook2<CB>(StateAt<6 * K>(w0, w1, w2), StateAt<7 * K>(w0, w1, w2));
-}
 
 // ---- small PTX helpers -----------------------------------------------------------------------
 
-__device__ __forceinline__ void Mma16816(float c[4], const uint32_t a[4], uint32_t b0,
-                                         uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+// An L2 policy that evicts the streamed weights first, so they do not push out x or the partials.
+__device__ __forceinline__ uint64_t EvictFirstPolicy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
 }
 
-__device__ __forceinline__ void CpAsync16(uint32_t smem_addr, const void* gmem) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr), "l"(gmem));
-}
-__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n"); }
-template <int N>
-__device__ __forceinline__ void CpAsyncWait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+// V words of weights, read once: not kept in L1, evicted first from L2.
+template <int V>
+__device__ __forceinline__ void LoadVector(const uint32_t* src, uint32_t* dst, uint64_t policy) {
+  if constexpr (V == 4) {
+    asm volatile(
+        "ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4], %5;\n"
+        : "=r"(dst[0]), "=r"(dst[1]), "=r"(dst[2]), "=r"(dst[3])
+        : "l"(src), "l"(policy));
+  } else if constexpr (V == 2) {
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.v2.u32 {%0,%1}, [%2], %3;\n"
+                 : "=r"(dst[0]), "=r"(dst[1])
+                 : "l"(src), "l"(policy));
+  } else {
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.u32 %0, [%1], %2;\n"
+                 : "=r"(dst[0])
+                 : "l"(src), "l"(policy));
+  }
 }
 
 // Programmatic dependent launch (sm_90+; a no-op before): wait for the grids this one depends on,
@@ -207,7 +139,18 @@ __device__ __forceinline__ void AllowNextGrid() {
 #endif
 }
 
-// ---- kernels ---------------------------------------------------------------------------------
+__device__ __forceinline__ float LoadSharedF32(uint32_t addr) {
+  float v;
+  asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ void StoreSharedF32(uint32_t addr, float v) {
+  asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v));
+}
+
+__device__ __forceinline__ void NamedBarrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 
 // Output Hadamard of one 128-column row held as 4 values per lane (columns 4*lane + i), in place.
 __device__ __forceinline__ void Hadamard128(float v[4]) {
@@ -228,204 +171,380 @@ __device__ __forceinline__ void Hadamard128(float v[4]) {
   }
 }
 
-template <Cb CB, int K, int MT, int TPW>
-__global__ void __launch_bounds__(256, MT == 1 && TPW == 2 ? 3 : 2) LinearKernel(LinearParams p) {
-  constexpr int kColGroups = ColGroups<TPW>();
-  constexpr int kCols = 16 * TPW;  // Columns of one block.
-  constexpr int kStages = Stages<K, MT>();
-  constexpr int kWords = StageWords<K, TPW>();
-  constexpr int kChunks = kWords / 4;  // 16-byte trellis chunks of one k step.
-  constexpr int kStageWords = kWords + AWords<MT>();
-  extern __shared__ __align__(16) uint32_t smem[];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int colblock = blockIdx.x / kColGroups, group = blockIdx.x % kColGroups;
-  const int split = blockIdx.y;
-  const int kt = p.k / 16;
-  const int per_warp = kt / (p.sk * p.wk);
-  const int tk0 = (split * p.wk + warp) * per_warp;
-  const int tn0 = colblock * 8 + group * TPW;
-  const int rows = p.m < 16 * MT ? p.m : 16 * MT;
-
-  constexpr int kStageBytes = kStageWords * 4, kRingBytes = kStages * kStageBytes;
-  char* ring = reinterpret_cast<char*>(smem) + warp * kRingBytes;
-  const uint32_t ring_s = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
-  // Rows >= m of every A tile stay zero: cp.async writes rows < m only.
-  for (int i = lane; i < kRingBytes / 4; i += 32) reinterpret_cast<uint32_t*>(ring)[i] = 0u;
-  __syncwarp();
-
-  // Per-lane copy plan, fixed for the loop: trellis chunks lane + 32 * i (TPW tiles are contiguous
-  // in a k-tile row) and up to MT 16-byte chunks of A (row c / 2, columns 8 * (c % 2) of the
-  // k-tile).
-  const int64_t stride = p.tile_row_stride;
-  const uint16_t* tsrc = p.trellis + static_cast<int64_t>(tk0) * stride +
-                         static_cast<int64_t>(tn0) * 16 * K + lane * 8;
-  const __half* xsrc = p.xh + static_cast<int64_t>(tk0) * 16;
-  int a_goff[MT];
-  uint32_t a_soff[MT];
-  bool a_on[MT];
+// xh of one (row, 128-chunk) for this warp: lane l gets columns 128c + 4l .. + 3 as two fp16 pairs,
+// computed as the CPU op does (fp32 x * suh, butterfly, * 1/sqrt(128), round to fp16).
+__device__ __forceinline__ void RotateChunk(const float* x, const __half* suh, int col,
+                                            uint32_t out[2]) {
+  const float4 xv = *reinterpret_cast<const float4*>(x + col);
+  const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
+  float v[4];
 #pragma unroll
-  for (int i = 0; i < MT; ++i) {
-    const int c = lane + 32 * i;
-    a_on[i] = c < 2 * rows;
-    a_goff[i] = (c >> 1) * p.k + (c & 1) * 8;
-    a_soff[i] = 4 * (kWords + (c >> 1) * kARowWords + (c & 1) * 4);
+  for (int i = 0; i < 4; ++i) v[i] = __fmul_rn(xs[i], __half2float(suh[col + i]));
+  Hadamard128(v);
+  const __half2 lo = __floats2half2_rn(__fmul_rn(v[0], kHadScale), __fmul_rn(v[1], kHadScale));
+  const __half2 hi = __floats2half2_rn(__fmul_rn(v[2], kHadScale), __fmul_rn(v[3], kHadScale));
+  out[0] = *reinterpret_cast<const uint32_t*>(&lo);
+  out[1] = *reinterpret_cast<const uint32_t*>(&hi);
+}
+
+// Where xh element pair (row, k = col, col + 1) of k-tile tk goes in the B-fragment layout, in
+// words from k-tile tk's start: lane (row % 8) * 4 + (col % 8) / 2, group row / 8, b0 or b1.
+__device__ __forceinline__ int XsOffset(int row, int col, int ng) {
+  const int e = col & 15;
+  return ((row & 7) * 4 + ((e & 7) >> 1)) * 2 * ng + (row >> 3) * 2 + (e >> 3);
+}
+
+// Writes the B fragments of k-tiles [tk_lo, tk_hi) for rows 0..8*ng-1 (zeros from row m) to xs.
+// Called by whole warps; warp `w` of `warps` takes every warps-th (row, chunk).
+__device__ __forceinline__ void RotateRange(const LinearParams& p, int ng, int tk_lo, int tk_hi,
+                                            uint32_t* xs, int w, int warps, int rows_padded) {
+  const int lane = threadIdx.x & 31;
+  const int c0 = tk_lo / 8, c1 = (tk_hi + 7) / 8, chunks = c1 - c0;
+  for (int item = w; item < rows_padded * chunks; item += warps) {
+    const int row = item / chunks, col = (c0 + item % chunks) * 128 + lane * 4;
+    uint32_t h[2] = {0u, 0u};
+    if (row < p.m) RotateChunk(p.x + row * p.ldx, p.suh, col, h);
+    const int tk = col >> 4;
+    if (tk >= tk_lo && tk < tk_hi) {
+      uint32_t* t = xs + static_cast<int64_t>(tk - tk_lo) * XsWordsPerKtile(ng);
+      t[XsOffset(row, col, ng)] = h[0];
+      t[XsOffset(row, col + 2, ng)] = h[1];
+    }
   }
-  auto issue_trellis = [&](const uint16_t* src, uint32_t slot) {
-#pragma unroll
-    for (int i = 0; i < (kChunks + 31) / 32; ++i)
-      if (lane + 32 * i < kChunks)
-        CpAsync16(ring_s + slot + (lane + 32 * i) * 16, src + 32 * i * 8);
-  };
-  auto issue_a = [&](const __half* src, uint32_t slot) {
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-      if (a_on[i]) CpAsync16(ring_s + slot + a_soff[i], src + a_goff[i]);
-  };
+}
 
-  const LaneWindow lw = MakeLaneWindow<K>(lane);
-  float acc[MT][TPW][2][4];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int t = 0; t < TPW; ++t)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[mt][t][h][i] = 0.f;
-
-          // Weights stream in while the input rotation (the previous grid) finishes; A after it is
-          // done. Group S-1+step always holds step's A (and from step S-1 on its trellis too), so
-          // the main loop waits with S-2 groups pending.
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < per_warp) issue_trellis(tsrc + s * stride, s * kStageBytes);
-    CpAsyncCommit();
-  }
+// The separate rotation for launches whose B fragments do not fit in shared memory.
+template <int NG>
+__global__ void __launch_bounds__(32 * kRotateWarps)
+    RotateKernel(const __grid_constant__ LinearParams p, uint32_t* xs) {
   WaitForPriorGrids();
+  AllowNextGrid();
+  RotateRange(p, NG, 0, p.k / 16, xs, blockIdx.x * kRotateWarps + (threadIdx.x >> 5),
+              gridDim.x * kRotateWarps, 8 * NG);
+}
+
+// Asks L2 for `bytes` from `src` (sm_90+; nothing before), once per warp (a uniform instruction).
+__device__ __forceinline__ void PrefetchL2(const void* src, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes));
+#endif
+}
+
+// ---- the linear ------------------------------------------------------------------------------
+
+template <Cb CB, int K, int NG, int T>
+__device__ __forceinline__ void TileMma(const uint32_t (&w)[K], int lane,
+                                        const uint32_t (&bx)[NG][2], float (&acc)[4][NG][4]) {
+  uint32_t a[4];
+  DecodeTileA<CB, K, T>(w, lane, a);
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < per_warp) issue_a(xsrc + s * 16, s * kStageBytes);
-    CpAsyncCommit();
+  for (int g = 0; g < NG; ++g) Mma16816(acc[T][g], a, bx[g][0], bx[g][1]);
+}
+
+__device__ __forceinline__ int SegmentOf(const LinearParams& p, int b) {
+  int s = 0;
+  while (s + 1 < p.segments && b >= p.seg[s + 1].first) ++s;
+  return s;
+}
+
+// Folds column block b's partials for one row in the plan's order, then the output Hadamard, svh
+// and bias, and writes the kept columns. Called by a whole warp.
+__device__ __forceinline__ void Epilogue(const LinearParams& p, int b, int row) {
+  const int lane = threadIdx.x & 31, c = 4 * lane, G = p.sk * p.wk;
+  float v[4];
+  if (p.rounds) {
+    const int64_t ldz = static_cast<int64_t>(p.nb) * 128;
+    const float* zr = p.z + row * ldz + b * 128 + c;
+    for (int s = 0; s < p.sk; ++s) {
+      const float4 t = __ldcg(reinterpret_cast<const float4*>(zr + s * p.m * ldz));
+      const float u[4] = {t.x, t.y, t.z, t.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] = s == 0 ? u[i] : __fadd_rn(v[i], u[i]);
+    }
+  } else {
+    const int64_t gstride = static_cast<int64_t>(p.m) * 128;
+    const float* zr = p.z + (static_cast<int64_t>(b) * G * p.m + row) * 128 + c;
+    for (int s = 0; s < p.sk; ++s) {
+      float sp[4];
+      for (int w = 0; w < p.wk; ++w) {
+        const float4 t = __ldcg(reinterpret_cast<const float4*>(zr + (s * p.wk + w) * gstride));
+        const float u[4] = {t.x, t.y, t.z, t.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) sp[i] = w == 0 ? u[i] : __fadd_rn(sp[i], u[i]);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) v[i] = s == 0 ? sp[i] : __fadd_rn(v[i], sp[i]);
+    }
   }
-  const uint16_t* tnext = tsrc + (kStages - 1) * stride;
-  const __half* xnext = xsrc + (kStages - 1) * 16;
-  uint32_t read_off = 0, write_off = (kStages - 1) * kStageBytes;
-  // A fragment of this lane: row arow (+8), k columns acol (+1) and acol + 8 (+9).
-  const int arow = lane >> 2, acol = (lane & 3) * 2;
-  const uint32_t a_frag_off = 4 * (kWords + arow * kARowWords + (lane & 3));
+  Hadamard128(v);
+  const Segment& sg = p.seg[SegmentOf(p, b)];
+  const int vc = (b - sg.first) * 128 + c;  // View column of v[0].
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {  // As the CPU op: scale, times svh, plus bias when there is one.
+    v[i] = __fmul_rn(__fmul_rn(v[i], kHadScale), __half2float(sg.svh[vc + i]));
+    if (sg.bias) v[i] = __fadd_rn(v[i], __half2float(sg.bias[vc + i]));
+  }
+  float* out = p.y + row * p.ldy + sg.out_col - sg.keep_begin;
+  if (sg.vector_store && vc >= sg.keep_begin && vc + 4 <= sg.keep_end) {
+    *reinterpret_cast<float4*>(out + vc) = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (vc + i >= sg.keep_begin && vc + i < sg.keep_end) out[vc + i] = v[i];
+  }
+}
 
-  for (int step = 0; step < per_warp; ++step) {
-    CpAsyncWait<kStages - 2>();
-    __syncwarp();
-    if (step + kStages - 1 < per_warp) {
-      issue_trellis(tnext, write_off);
-      issue_a(xnext, write_off);
-    }
-    CpAsyncCommit();
-    tnext += stride;
-    xnext += 16;
-    write_off = write_off + kStageBytes == kRingBytes ? 0 : write_off + kStageBytes;
+template <Cb CB, int K, int NG>
+__global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
+    LinearKernel(const __grid_constant__ LinearParams p) {
+  constexpr int D = PrefetchSteps<K, NG>();
+  constexpr int V = Exl3VectorWords(K);
+  constexpr int kStrip = 32 * K;  // Words of one half-strip.
+  constexpr int kXs = XsWordsPerKtile(NG);
+  // B fragments in shared memory (always up to 16 rows; more rows when the host found room), else
+  // a separate kernel rotated x into global memory (p.xs_global).
+  const bool shared_xs = NG <= 2 || !p.xs_global;
+  extern __shared__ __align__(16) uint32_t smem[];
+  __shared__ int queued;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const int kt = p.k >> 4, wk = p.wk, G = p.sk * wk, L = kt / G;
+  const int per_major = 2 * p.nb;  // Items per group (units) or per split (rounds).
 
-    const char* stage = ring + read_off;
-    read_off = read_off + kStageBytes == kRingBytes ? 0 : read_off + kStageBytes;
-    uint32_t a[MT][4];
+  // This block's items [i0, i1); this warp's are i0 + lead + j * slots. Rounds: the WK warps of
+  // a slot share each item, warp wi taking group s * WK + wi.
+  const int items = p.rounds ? per_major * p.sk : per_major * G;
+  const int i0 = static_cast<int>(static_cast<int64_t>(items) * blockIdx.x / gridDim.x);
+  const int i1 = static_cast<int>(static_cast<int64_t>(items) * (blockIdx.x + 1) / gridDim.x);
+  const int slots = p.rounds ? warps / wk : warps;
+  const int lead = p.rounds ? warp / wk : warp;
+  const int wi = p.rounds ? warp % wk : 0;
+  const int n_items = i1 - i0 > lead ? (i1 - i0 - lead + slots - 1) / slots : 0;
+  const int total = n_items * L;  // Steps of this warp.
+
+  auto item_at = [&](int j, int& b, int& h, int& g) {
+    const int it = i0 + lead + j * slots;
+    const int major = it / per_major, rem = it - major * per_major;
+    b = rem >> 1;
+    h = rem & 1;
+    g = p.rounds ? major * wk + wi : major;
+  };
+  auto item_trellis = [&](int j) {
+    int b, h, g;
+    item_at(j, b, h, g);
+    const Segment& sg = p.seg[SegmentOf(p, b)];
+    return sg.trellis + (static_cast<int64_t>((b - sg.first) * 2 + h) * kt + g * L) * kStrip +
+           lane * V;
+  };
+
+  if (threadIdx.x == 0) queued = 0;
+  AllowNextGrid();
+
+  // Weights first: they depend on nothing the previous grid writes.
+  uint32_t buf[D][K];
+  const uint64_t policy = EvictFirstPolicy();
+  int pf_j = 0, pf_left = L;
+  const uint32_t* pf = n_items > 0 ? item_trellis(0) : p.seg[0].trellis;
+  auto load = [&](uint32_t(&dst)[K]) {
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      const uint32_t* ar =
-          reinterpret_cast<const uint32_t*>(stage + a_frag_off + mt * 16 * kARowWords * 4);
-      a[mt][0] = ar[0];
-      a[mt][1] = ar[8 * kARowWords];
-      a[mt][2] = ar[4];
-      a[mt][3] = ar[8 * kARowWords + 4];
+    for (int v = 0; v < K / V; ++v) LoadVector<V>(pf + v * 32 * V, dst + v * V, policy);
+    pf += kStrip;
+    if (--pf_left == 0) {
+      pf_left = L;
+      if (++pf_j < n_items) pf = item_trellis(pf_j);
+    }
+  };
+  // L2 prefetch cursor, p.l2_ahead half-strips ahead of the register loads: it keeps HBM busy
+  // beyond what D register stages can, and streams the first weights while the previous grid
+  // finishes.
+  int l2_j = 0, l2_left = L;
+  const uint32_t* l2 = pf - lane * V;
+  auto prefetch_l2 = [&](int steps) {
+    while (steps > 0 && l2_j < n_items) {
+      const int n = steps < l2_left ? steps : l2_left;
+      PrefetchL2(l2, static_cast<uint32_t>(n * kStrip * sizeof(uint32_t)));  // Same for all lanes.
+      l2 += n * kStrip;
+      l2_left -= n;
+      steps -= n;
+      if (l2_left == 0) {
+        l2_left = L;
+        if (++l2_j < n_items) l2 = item_trellis(l2_j) - lane * V;
+      }
+    }
+  };
+  if (p.l2_ahead > 0) prefetch_l2(p.l2_ahead + D);
+#pragma unroll
+  for (int d = 0; d < D; ++d)
+    if (d < total) load(buf[d]);
+
+  WaitForPriorGrids();
+
+  // The B fragments of the k-tiles this block's items cover.
+  const uint32_t* xs = p.xs_global;
+  int tk_lo = 0;
+  if (shared_xs) {
+    const int span = p.rounds ? wk * L : L;
+    const int m0 = i0 / per_major, m1 = i1 > i0 ? (i1 - 1) / per_major : m0;
+    tk_lo = m0 * span;
+    const int tk_hi = (m1 + 1) * span;
+    RotateRange(p, NG, tk_lo, tk_hi, smem, warp, warps, 8 * NG);
+    xs = smem;
+  }
+  __syncthreads();
+  // Shared byte addresses of this slot's fold buffer and of the epilogue queue (plain integers, so
+  // the loop does not rebuild generic pointers).
+  const uint32_t smem_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t red_s = smem_s + 4 * (p.red_offset + lead * p.m * 64);
+  int* queue = reinterpret_cast<int*>(smem + p.list_offset);
+
+  float acc[4][NG][4];
+#pragma unroll
+  for (int t = 0; t < 4; ++t)
+#pragma unroll
+    for (int g = 0; g < NG; ++g)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[t][g][i] = 0.f;
+
+  // Compute cursor: current item (cb, ch, cg) and steps left in it. The next step's B fragments
+  // are loaded one step ahead into the other of two buffers; xs has one spare k-tile at its end,
+  // so the load past an item's last k-tile stays in bounds (and is redone for the next item).
+  int c_j = 0, c_left = L, cb = 0, ch = 0, cg = 0;
+  uint32_t bx[2][NG][2];
+  uint32_t xaddr = 0;          // Shared byte address of this step's fragments (shared_xs).
+  const uint32_t* xg = xs;     // Global pointer of this step's fragments (otherwise).
+  auto seek_xs = [&](int g) {  // First fragments of group g's k-tiles, for this lane.
+    const int words = ((g * L - tk_lo) * 32 + lane) * 2 * NG;
+    if (shared_xs)
+      xaddr = smem_s + 4 * words;
+    else
+      xg = xs + words;
+  };
+  auto load_bx = [&](uint32_t(&dst)[NG][2], int ahead) {
+    if (shared_xs) {
+      const uint32_t a = xaddr + 4 * ahead * kXs;
+      if constexpr (NG == 1) {
+        asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];\n"
+                     : "=r"(dst[0][0]), "=r"(dst[0][1])
+                     : "r"(a));
+      } else {
+#pragma unroll
+        for (int g = 0; g < NG; g += 2)
+          asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                       : "=r"(dst[g][0]), "=r"(dst[g][1]), "=r"(dst[g + 1][0]), "=r"(dst[g + 1][1])
+                       : "r"(a + 8 * g));
+      }
+    } else if constexpr (NG > 2) {
+#pragma unroll
+      for (int g = 0; g < NG; g += 2) {
+        const uint4 t = __ldcg(reinterpret_cast<const uint4*>(xg + ahead * kXs + 2 * g));
+        dst[g][0] = t.x;
+        dst[g][1] = t.y;
+        dst[g + 1][0] = t.z;
+        dst[g + 1][1] = t.w;
+      }
+    }
+  };
+  auto advance_xs = [&]() {
+    if (shared_xs)
+      xaddr += 4 * kXs;
+    else
+      xg += kXs;
+  };
+  if (n_items > 0) {
+    item_at(0, cb, ch, cg);
+    seek_xs(cg);
+    load_bx(bx[0], 0);
+  }
+
+  // Ends item (cb, ch, cg): its partial to z (units) or folded into the slot's split partial
+  // (rounds); the item that completes a column block queues it for the epilogue.
+  auto finish_item = [&]() {
+    const int gid = lane >> 2, tig = lane & 3;
+    bool last = false;
+    if (!p.rounds) {
+      float* zb = p.z + static_cast<int64_t>(cb * G + cg) * p.m * 128 + 64 * ch;
+#pragma unroll
+      for (int t = 0; t < 4; ++t)
+#pragma unroll
+        for (int g = 0; g < NG; ++g)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int row = 8 * g + 2 * tig + (e & 1);
+            if (row < p.m) __stcg(zb + row * 128 + 16 * t + gid + 8 * (e >> 1), acc[t][g][e]);
+          }
+      __threadfence();
+      __syncwarp();
+      if (lane == 0) last = atomicAdd(p.counters + cb, 1) == 2 * G - 1;
+    } else {
+      // Warp order: red = g(s,0); red = red + g(s,1); ...
+      for (int w = 0; w < wk; ++w) {
+        if (wi == w) {
+#pragma unroll
+          for (int t = 0; t < 4; ++t)
+#pragma unroll
+            for (int g = 0; g < NG; ++g)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) {
+                const int row = 8 * g + 2 * tig + (e & 1);
+                if (row < p.m) {
+                  const uint32_t r = red_s + 4 * (row * 64 + 16 * t + gid + 8 * (e >> 1));
+                  float v = acc[t][g][e];
+                  if (w > 0) v = __fadd_rn(LoadSharedF32(r), v);
+                  StoreSharedF32(r, v);
+                }
+              }
+        }
+        NamedBarrier(1 + lead, 32 * wk);
+      }
+      const int64_t ldz = static_cast<int64_t>(p.nb) * 128;
+      float* zs = p.z + static_cast<int64_t>(cg / wk) * p.m * ldz + cb * 128 + 64 * ch;
+      for (int i = wi * 32 + lane; i < p.m * 64; i += 32 * wk)
+        __stcg(zs + (i >> 6) * ldz + (i & 63), LoadSharedF32(red_s + 4 * i));
+      __threadfence();
+      NamedBarrier(1 + lead, 32 * wk);
+      if (wi == 0 && lane == 0) last = atomicAdd(p.counters + cb, 1) == 2 * p.sk - 1;
+    }
+    if (last) {
+      __threadfence();     // Acquire side of the other items' fences.
+      p.counters[cb] = 0;  // Every item of cb has counted: ready for the next launch.
+      queue[atomicAdd(&queued, 1)] = cb;
     }
 #pragma unroll
-    for (int t = 0; t < TPW; ++t) {
-      uint32_t b[4];
-      DecodeTile<CB, K>(stage + t * 32 * K, lw, b);
+    for (int t = 0; t < 4; ++t)
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        if (mt * 16 < p.m) {
-          Mma16816(acc[mt][t][0], a[mt], b[0], b[1]);
-          Mma16816(acc[mt][t][1], a[mt], b[2], b[3]);
+      for (int g = 0; g < NG; ++g)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[t][g][i] = 0.f;
+  };
+
+  for (int s0 = 0; s0 < total; s0 += D) {
+    if (p.l2_ahead > 0) prefetch_l2(D);
+#pragma unroll
+    for (int d = 0; d < D; ++d) {
+      if (s0 + d < total) {
+        uint32_t(&bcur)[NG][2] = bx[d & 1];
+        load_bx(bx[(d + 1) & 1], 1);
+        TileMma<CB, K, NG, 0>(buf[d], lane, bcur, acc);
+        TileMma<CB, K, NG, 1>(buf[d], lane, bcur, acc);
+        TileMma<CB, K, NG, 2>(buf[d], lane, bcur, acc);
+        TileMma<CB, K, NG, 3>(buf[d], lane, bcur, acc);
+        if (s0 + d + D < total) load(buf[d]);
+        advance_xs();
+        if (--c_left == 0) {
+          finish_item();
+          c_left = L;
+          if (++c_j < n_items) {
+            item_at(c_j, cb, ch, cg);
+            seek_xs(cg);
+            load_bx(bx[(d + 1) & 1], 0);
+          }
         }
       }
     }
   }
-  CpAsyncWait<0>();
-  __syncthreads();  // The rings become the reduction tile.
-  float* red = reinterpret_cast<float*>(smem);
 
-  // Warp partials summed in warp order: red = ((w0 + w1) + w2) + ...
-  for (int w = 0; w < p.wk; ++w) {
-    if (warp == w) {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int t = 0; t < TPW; ++t)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              const int row = mt * 16 + arow + (i >> 1) * 8;
-              const int col = t * 16 + h * 8 + acol + (i & 1);
-              float& r = red[row * kCols + col];
-              r = w == 0 ? acc[mt][t][h][i] : r + acc[mt][t][h][i];
-            }
-    }
-    __syncthreads();
-  }
-
-  // This block's kCols columns of split `split` to scratch.
-  const int colbase = colblock * 128 + group * kCols;
-  for (int i = threadIdx.x; i < p.m * kCols; i += blockDim.x) {
-    const int row = i / kCols, col = i % kCols;
-    if (row < 16 * MT)
-      __stcg(p.z + (static_cast<int64_t>(split) * p.m + row) * p.n + colbase + col,
-             red[row * kCols + col]);
-  }
-  __threadfence();
-  __syncthreads();
-  __shared__ int last;
-  if (threadIdx.x == 0) {
-    const int arrived = atomicAdd(p.counters + colblock, 1);
-    last = arrived == kColGroups * p.sk - 1;
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-
-  // Epilogue of the whole 128-column block: splits in order, output Hadamard, svh, bias.
-  const int c0 = colblock * 128 + lane * 4;
-  float sv[4], bi[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    sv[i] = __half2float(p.svh[c0 + i]);
-    bi[i] = p.bias ? __half2float(p.bias[c0 + i]) : 0.f;
-  }
-  for (int row = warp; row < p.m; row += p.wk) {
-    float v[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = __ldcg(p.z + static_cast<int64_t>(row) * p.n + c0 + i);
-    for (int s = 1; s < p.sk; ++s)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        v[i] = __fadd_rn(v[i], __ldcg(p.z + (static_cast<int64_t>(s) * p.m + row) * p.n + c0 + i));
-    Hadamard128(v);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {  // As the CPU op: scale, times svh, plus bias when there is one.
-      v[i] = __fmul_rn(__fmul_rn(v[i], kHadScale), sv[i]);
-      if (p.bias) v[i] = __fadd_rn(v[i], bi[i]);
-    }
-    if (p.y_f32) {
-      float4* dst = reinterpret_cast<float4*>(p.y_f32 + static_cast<int64_t>(row) * p.ldy + c0);
-      *dst = make_float4(v[0], v[1], v[2], v[3]);
-    } else {
-      __half2* dst = reinterpret_cast<__half2*>(p.y_f16 + static_cast<int64_t>(row) * p.ldy + c0);
-      dst[0] = __floats2half2_rn(v[0], v[1]);
-      dst[1] = __floats2half2_rn(v[2], v[3]);
-    }
-  }
-  if (threadIdx.x == 0) p.counters[colblock] = 0;
+  __syncthreads();  // Every queued block's partials are complete and visible (fence + counter).
+  const int n_queued = queued;
+  for (int i = warp; i < n_queued * p.m; i += warps) Epilogue(p, queue[i / p.m], i % p.m);
 }
 
 }  // namespace twinspan::cuda::exl3_kernel

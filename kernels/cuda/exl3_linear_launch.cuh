@@ -1,5 +1,5 @@
 // Launchers of the EXL3 linear kernel, one per codebook, each in its own translation unit so nvcc
-// builds the 3 x 8 x 4 (codebook, K, row tiles x tiles per warp) instantiations in parallel.
+// builds the 3 x 8 x 4 (codebook, K, row groups) instantiations in parallel.
 #ifndef TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_LAUNCH_CUH_
 #define TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_LAUNCH_CUH_
 
@@ -9,15 +9,26 @@
 
 namespace twinspan::cuda::exl3_kernel {
 
-// Launches LinearKernel<CB, bits, MT, TPW> for p.m <= 16 * MT rows, MT in {1, 2, 4}; TPW (tiles
-// per warp) is 4 for 9..32 rows, else 2. REQUIRES: p
-// validated by the caller, 1 <= bits <= 8. Returns the launch error.
-template <Cb CB>
-cudaError_t LaunchLinear(int bits, int mt, const LinearParams& p, cudaStream_t stream);
+// How one launch runs (exl3_linear.cu computes it from the shape, rows and SM count).
+struct LaunchShape {
+  int ng = 1;          // Row groups of 8: 1, 2, 4 or 8.
+  int blocks = 0;      // Grid size.
+  int warps = 0;       // Per block, at most MaxWarps(ng).
+  int smem_bytes = 0;  // Dynamic shared memory per block.
+};
 
-extern template cudaError_t LaunchLinear<Cb::k3inst>(int, int, const LinearParams&, cudaStream_t);
-extern template cudaError_t LaunchLinear<Cb::kMcg>(int, int, const LinearParams&, cudaStream_t);
-extern template cudaError_t LaunchLinear<Cb::kMul1>(int, int, const LinearParams&, cudaStream_t);
+// Launches LinearKernel<CB, bits, ng> with programmatic dependent launch. REQUIRES: p and shape
+// computed by the caller, 1 <= bits <= 8. Returns the launch error.
+template <Cb CB>
+cudaError_t LaunchLinear(int bits, const LaunchShape& shape, const LinearParams& p,
+                         cudaStream_t stream);
+
+extern template cudaError_t LaunchLinear<Cb::k3inst>(int, const LaunchShape&, const LinearParams&,
+                                                     cudaStream_t);
+extern template cudaError_t LaunchLinear<Cb::kMcg>(int, const LaunchShape&, const LinearParams&,
+                                                   cudaStream_t);
+extern template cudaError_t LaunchLinear<Cb::kMul1>(int, const LaunchShape&, const LinearParams&,
+                                                    cudaStream_t);
 
 }  // namespace twinspan::cuda::exl3_kernel
 

@@ -6,64 +6,70 @@
 
 namespace twinspan::cuda::exl3_kernel {
 
-template <Cb CB, int K, int MT, int TPW>
-cudaError_t LaunchOne(const LinearParams& p, cudaStream_t stream) {
-  const int smem = SharedBytes<K, MT, TPW>(p.wk);
-  auto* kernel = &LinearKernel<CB, K, MT, TPW>;
-  if (smem > 48 * 1024 - 256) {  // The kernel's own 16 bytes of static shared memory count too.
+// Launches `kernel` on the stream so it may start while the previous kernel finishes.
+template <typename Kernel, typename... Args>
+cudaError_t LaunchDependent(Kernel kernel, int blocks, int threads, int smem, cudaStream_t stream,
+                            Args... args) {
+  if (smem > 48 * 1024 - 256) {  // The kernel's own static shared memory counts too.
     const cudaError_t e =
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess) return e;
   }
-  const dim3 grid(static_cast<unsigned>(p.n / 128 * ColGroups<TPW>()), static_cast<unsigned>(p.sk));
   cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = dim3(32 * p.wk);
+  config.gridDim = dim3(static_cast<unsigned>(blocks));
+  config.blockDim = dim3(static_cast<unsigned>(threads));
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  cudaLaunchAttribute attr;  // Overlaps this grid's weight prefetch with the input rotation.
+  cudaLaunchAttribute attr;
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attr;
   config.numAttrs = 1;
-  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, p);
+  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, args...);
   if (e != cudaSuccess) cudaGetLastError();  // Clear it so the next launch reports its own error.
   return e;
 }
 
 template <Cb CB, int K>
-cudaError_t LaunchRows(int mt, const LinearParams& p, cudaStream_t stream) {
-  switch (mt) {
-    case 1:  // Up to 8 rows the decode dominates: 2 tiles per warp keep twice the blocks.
-      return p.m <= 8 ? LaunchOne<CB, K, 1, 2>(p, stream) : LaunchOne<CB, K, 1, 4>(p, stream);
+cudaError_t LaunchRows(const LaunchShape& s, const LinearParams& p, cudaStream_t stream) {
+  switch (s.ng) {
+    case 1:
+      return LaunchDependent(&LinearKernel<CB, K, 1>, s.blocks, 32 * s.warps, s.smem_bytes, stream,
+                             p);
     case 2:
-      return LaunchOne<CB, K, 2, 4>(p, stream);
-    case 4:  // 4 tiles at 64 rows would need 128 accumulators per lane.
-      return LaunchOne<CB, K, 4, 2>(p, stream);
+      return LaunchDependent(&LinearKernel<CB, K, 2>, s.blocks, 32 * s.warps, s.smem_bytes, stream,
+                             p);
+    case 4:
+      return LaunchDependent(&LinearKernel<CB, K, 4>, s.blocks, 32 * s.warps, s.smem_bytes, stream,
+                             p);
+    case 8:
+      return LaunchDependent(&LinearKernel<CB, K, 8>, s.blocks, 32 * s.warps, s.smem_bytes, stream,
+                             p);
     default:
       return cudaErrorInvalidValue;
   }
 }
 
 template <Cb CB>
-cudaError_t LaunchLinear(int bits, int mt, const LinearParams& p, cudaStream_t stream) {
+cudaError_t LaunchLinear(int bits, const LaunchShape& s, const LinearParams& p,
+                         cudaStream_t stream) {
   switch (bits) {
     case 1:
-      return LaunchRows<CB, 1>(mt, p, stream);
+      return LaunchRows<CB, 1>(s, p, stream);
     case 2:
-      return LaunchRows<CB, 2>(mt, p, stream);
+      return LaunchRows<CB, 2>(s, p, stream);
     case 3:
-      return LaunchRows<CB, 3>(mt, p, stream);
+      return LaunchRows<CB, 3>(s, p, stream);
     case 4:
-      return LaunchRows<CB, 4>(mt, p, stream);
+      return LaunchRows<CB, 4>(s, p, stream);
     case 5:
-      return LaunchRows<CB, 5>(mt, p, stream);
+      return LaunchRows<CB, 5>(s, p, stream);
     case 6:
-      return LaunchRows<CB, 6>(mt, p, stream);
+      return LaunchRows<CB, 6>(s, p, stream);
     case 7:
-      return LaunchRows<CB, 7>(mt, p, stream);
+      return LaunchRows<CB, 7>(s, p, stream);
     case 8:
-      return LaunchRows<CB, 8>(mt, p, stream);
+      return LaunchRows<CB, 8>(s, p, stream);
     default:
       return cudaErrorInvalidValue;
   }

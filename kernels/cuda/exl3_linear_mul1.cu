@@ -1,6 +1,7 @@
-// EXL3 linear kernels for the mul1 codebook (K = 1..8, 16/32/64-row tiles).
+// EXL3 linear kernels for the mul1 codebook (K = 1..8, 8/16/32/64-row groups).
 #include "kernels/cuda/exl3_linear_launch_impl.cuh"
 
 namespace twinspan::cuda::exl3_kernel {
-template cudaError_t LaunchLinear<Cb::kMul1>(int, int, const LinearParams&, cudaStream_t);
+template cudaError_t LaunchLinear<Cb::kMul1>(int, const LaunchShape&, const LinearParams&,
+                                             cudaStream_t);
 }  // namespace twinspan::cuda::exl3_kernel

@@ -9,6 +9,7 @@
 #include "common/exl3/format.h"
 #include "common/safetensors/half.h"
 #include "common/status.h"
+#include "kernels/cuda/exl3_layout.h"
 
 namespace twinspan::cuda {
 
@@ -60,10 +61,11 @@ absl::StatusOr<DeviceExl3Weight> DeviceExl3Weight::Upload(const exl3::Weight& w)
   DeviceExl3Weight d;
   d.stored_ = w;
   d.buffers_ = std::make_shared<Buffers>();
-  const size_t bytes =
-      static_cast<size_t>(w.k() / exl3::kTileSize) * w.tile_row_stride() * w.tile_bytes();
+  const size_t bytes = static_cast<size_t>(w.k()) * w.n() * w.bits() / 8;
+  std::vector<uint32_t> layout(bytes / sizeof(uint32_t));
+  ToExl3DeviceLayout(w.tile(0, 0), w.tile_row_stride(), w.k(), w.n(), w.bits(), layout.data());
   if (cudaMalloc(&d.buffers_->trellis, bytes) != cudaSuccess ||
-      cudaMemcpy(d.buffers_->trellis, w.tile(0, 0), bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+      cudaMemcpy(d.buffers_->trellis, layout.data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess)
     return absl::InternalError(absl::StrFormat(
         "DeviceExl3Weight: cannot upload the %d-byte trellis of \"%s\"", bytes, w.name()));
   ABSL_RETURN_IF_ERROR(CopyHalves(w.suh(), &d.buffers_->suh, w.name() + ".suh"));
@@ -82,9 +84,8 @@ absl::StatusOr<Exl3DeviceWeight> DeviceExl3Weight::View(const exl3::Weight& view
         view.name(), view.k(), view.stored_n(), view.bits(), stored_.name(), stored_.k(),
         stored_.n(), stored_.bits()));
   Exl3DeviceWeight d;
-  const int64_t first_tile = view.first_column() / exl3::kTileSize;
-  d.trellis = static_cast<const uint16_t*>(buffers_->trellis) + first_tile * 16 * view.bits();
-  d.tile_row_stride = view.tile_row_stride() * 16 * view.bits();
+  d.trellis = static_cast<const uint32_t*>(buffers_->trellis) +
+              view.first_column() / exl3::kHadamardSize * Exl3BlockWords(view.k(), view.bits());
   d.suh = buffers_->suh;
   d.svh = buffers_->svh + view.first_column();
   d.bias = buffers_->bias ? buffers_->bias + view.first_column() : nullptr;
@@ -95,6 +96,11 @@ absl::StatusOr<Exl3DeviceWeight> DeviceExl3Weight::View(const exl3::Weight& view
   d.k_splits = view.plan().k_splits;
   d.warps = view.plan().warps;
   return d;
+}
+
+absl::StatusOr<Exl3DeviceSpan> DeviceExl3Weight::Span(const exl3::SpanView& span) const {
+  ABSL_ASSIGN_OR_RETURN(Exl3DeviceWeight view, View(span.weight));
+  return Exl3DeviceSpan{view, span.drop_front(), span.size()};
 }
 
 }  // namespace twinspan::cuda

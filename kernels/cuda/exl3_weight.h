@@ -1,14 +1,16 @@
 // An EXL3 weight on the device (host code, C++20, so it can use exl3::Weight): one stored matrix
-// uploaded once (trellis, suh, svh, bias as fp16), and the Exl3DeviceWeight views the EXL3 linear
-// takes, for the matrix or any column view of it.
+// uploaded once (trellis reordered into the kernels' layout, suh, svh, bias as fp16), and the
+// Exl3DeviceWeight views the EXL3 linear takes, for the matrix or any column view of it.
 #ifndef TWINSPAN_KERNELS_CUDA_EXL3_WEIGHT_H_
 #define TWINSPAN_KERNELS_CUDA_EXL3_WEIGHT_H_
 
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "common/exl3/span_view.h"
 #include "common/exl3/weight.h"
 #include "kernels/cuda/exl3_linear.cuh"
+#include "kernels/cuda/exl3_span_linear.cuh"
 
 namespace twinspan::cuda {
 
@@ -16,13 +18,17 @@ namespace twinspan::cuda {
 class DeviceExl3Weight {
  public:
   // Copies the stored matrix `w` (not a view: first_column() == 0 and n() == stored_n()) to the
-  // device, synchronously. InvalidArgument for a view, Internal when an allocation or copy fails.
+  // device in the layout of exl3_layout.h, synchronously. InvalidArgument for a view, Internal when
+  // an allocation or copy fails.
   static absl::StatusOr<DeviceExl3Weight> Upload(const exl3::Weight& w);
 
   // The device view of `view`: the uploaded matrix itself or a column view of it, with the stored
-  // matrix's plan and tile stride. InvalidArgument when `view` is not of this stored matrix (other
-  // name, k, bits or stored n).
+  // matrix's plan. InvalidArgument when `view` is not of this stored matrix (other name, k, bits
+  // or stored n).
   absl::StatusOr<Exl3DeviceWeight> View(const exl3::Weight& view) const;
+
+  // The device span of a span view (exl3::MakeSpanViews) of this matrix; errors as View.
+  absl::StatusOr<Exl3DeviceSpan> Span(const exl3::SpanView& span) const;
 
  private:
   struct Buffers;

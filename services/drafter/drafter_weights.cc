@@ -106,7 +106,10 @@ absl::StatusOr<DrafterWeights> LoadDrafterWeights(const Checkpoint& checkpoint,
                                                   const DrafterConfig& config, LinearBits bits) {
   DrafterWeights w;
   const int64_t h = config.hidden_size;
-  ABSL_ASSIGN_OR_RETURN(w.fc, LoadDrafterLinear(checkpoint, "fc", h, config.num_taps() * h, bits));
+  // fc stays as stored: the target may fuse the taps itself (engine::TapFuser reads fc from the
+  // checkpoint), and both sides must give the same context rows bit for bit.
+  ABSL_ASSIGN_OR_RETURN(
+      w.fc, LoadDrafterLinear(checkpoint, "fc", h, config.num_taps() * h, LinearBits::kAsStored));
   ABSL_ASSIGN_OR_RETURN(w.hidden_norm, LoadExact(checkpoint, "hidden_norm.weight", {h}));
   ABSL_ASSIGN_OR_RETURN(w.norm, LoadExact(checkpoint, "norm.weight", {h}));
   for (int64_t i = 0; i < config.num_layers; ++i) {

@@ -57,7 +57,8 @@ struct DrafterWeights {
 // Loads every tensor `config` requires (DFlash2 conv and selector tensors only for kDFlash2, so a
 // DFlash2 checkpoint opened with kind = kDFlash loads as DFlash v1). Codebooks are read under
 // their published names (`candidate_selector.predecessor_codebook`) or with a `.weight` suffix.
-// Linears load as LoadDrafterLinear does with `bits`; norms, conv kernels and codebooks never
+// Linears load as LoadDrafterLinear does with `bits`, except `fc`, which always loads as stored
+// (the target may fuse taps with it, engine::TapFuser); norms, conv kernels and codebooks never
 // change precision.
 // Errors: NotFound naming a missing tensor; InvalidArgument naming the tensor, its shape and the
 // expected shape for a misshapen one, or a dtype that is not F32/F16/BF16; LoadDrafterLinear's.

@@ -1,11 +1,12 @@
 // GPU tests of the CUDA backend (kernels/cuda/cuda_backend.h): its memory calls and their errors,
-// the ops whose CUDA twin is missing (Unimplemented, listed here so nothing hides them), foreign
-// handles and buffers, EXL3 weights and column views through UploadLinear, and backend parity:
-// one attention + MLP layer issued op by op, the same code on NewCpuBackend and on the CUDA
-// backend, over a prompt and then a verify window. Tolerances: the layer's logits rel_fro <= 1e-5
-// between the backends with f32 K/V and <= 1e-4 with bf16 K/V (a value next to a bf16 tie may
-// round to the other neighbour on one backend); EXL3 rel_fro <= 1e-5 (docs/cuda.md); a column
-// view bit-equal to its parent's columns; TopK exact. Needs a GPU.
+// the Gated DeltaNet and drafter ops against the CPU backend, foreign handles and buffers, EXL3
+// weights and column views through UploadLinear, and backend parity: one attention + MLP layer
+// issued op by op, the same code on NewCpuBackend and on the CUDA backend, over a prompt and then a
+// verify window. Tolerances: the layer's logits rel_fro <= 1e-5 between the backends with f32 K/V
+// and <= 1e-4 with bf16 K/V (a value next to a bf16 tie may round to the other neighbour on one
+// backend); the Gated DeltaNet chain rel_fro <= 1e-5 with the conv state and DynamicConv bit for
+// bit; EXL3 rel_fro <= 1e-5 (docs/cuda.md); a column view bit-equal to its parent's columns; TopK
+// exact. Needs a GPU.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -55,10 +56,10 @@ TEST(CudaBackendTest, MemoryRoundTripsAndRefusesRangesOutsideABuffer) {
   ASSERT_TRUE(buf.ok()) << buf.status();
   EXPECT_EQ(testing::BitMismatches(Download(*b, **buf, 1000), values), 0u);
 
-  // Copy2D packs 10 rows of 30 floats out of rows of 100.
+  // Copy2D packs 10 rows of 30 floats (120 bytes) out of rows of 100 (400 bytes).
   auto packed = b->Allocate(300 * sizeof(float));
   ASSERT_TRUE(packed.ok());
-  ASSERT_TRUE(b->Copy2D((*packed)->data(), 30 * 4, (*buf)->data(), 100 * 4, 30 * 4, 10).ok());
+  ASSERT_TRUE(b->Copy2D((*packed)->data(), 120, (*buf)->data(), 400, 120, 10).ok());
   const std::vector<float> got = Download(*b, **packed, 300);
   for (int r = 0; r < 10; ++r) {
     for (int i = 0; i < 30; ++i) ASSERT_EQ(got[r * 30 + i], values[r * 100 + i]);
@@ -81,18 +82,80 @@ TEST(CudaBackendTest, MemoryRoundTripsAndRefusesRangesOutsideABuffer) {
   EXPECT_TRUE(absl::IsInvalidArgument(NewCudaBackend(missing).status()));
 }
 
-// Until the cudagdn work lands these must say Unimplemented, never succeed silently.
-TEST(CudaBackendTest, OpsWithoutACudaTwinReturnUnimplemented) {
-  auto b = NewBackend();
-  ASSERT_NE(b, nullptr);
-  float f = 0;
-  cpu::GatedDeltaNetDims dims;
-  cpu::DynamicConvParams conv;
-  EXPECT_TRUE(absl::IsUnimplemented(b->CausalConv1d(&f, 1, 1, &f, 1, &f, &f)));
-  EXPECT_TRUE(absl::IsUnimplemented(b->GatedDeltaNetGates(&f, &f, 1, 1, &f, &f, &f, &f)));
-  EXPECT_TRUE(absl::IsUnimplemented(b->GatedDeltaNet(&f, &f, &f, 1, dims, &f, &f)));
-  EXPECT_TRUE(absl::IsUnimplemented(b->GatedRmsNorm(&f, &f, 1, 1, &f, 1e-6f, &f)));
-  EXPECT_TRUE(absl::IsUnimplemented(b->DynamicConv(&f, &f, &f, &f, conv)));
+// Uploads `values` to `b`; the buffer, or null after a test failure.
+std::unique_ptr<backend::Buffer> Floats(backend::Backend& b, const std::vector<float>& values) {
+  auto buffer = b.UploadFloats(values);
+  EXPECT_TRUE(buffer.ok()) << buffer.status();
+  return buffer.ok() ? std::move(*buffer) : nullptr;
+}
+
+// The Gated DeltaNet chain (conv, gates, recurrence, gated norm) and DynamicConv at the 27B's GDN
+// head shapes, the same calls on both backends. Tolerances: conv state and DynamicConv bit for bit;
+// the rest rel_fro <= 1e-5 (the cudagdn ops' own: expf ulps and the k_dim sum order).
+TEST(CudaBackendTest, GatedDeltaNetAndDrafterOpsMatchTheCpuBackend) {
+  auto g_be = NewBackend();
+  ASSERT_NE(g_be, nullptr);
+  const std::unique_ptr<backend::Backend> c_be = cpu::NewCpuBackend(nullptr);
+  const cpu::GatedDeltaNetDims dims{2, 6, 128, 128};
+  const int64_t rows = 9, channels = dims.qkv_width(), kernel = 4, v = dims.v_heads;
+  const std::vector<float> x = RandomFloats(rows * channels, 301, 2.0f);
+  const std::vector<float> weight = RandomFloats(channels * kernel, 302, 0.5f);
+  const std::vector<float> conv_state = RandomFloats((kernel - 1) * channels, 303, 2.0f);
+  const std::vector<float> a = RandomFloats(rows * v, 304, 2.0f), b = RandomFloats(rows * v, 305);
+  const std::vector<float> a_log = RandomFloats(v, 306), dt_bias = RandomFloats(v, 307);
+  const std::vector<float> state = RandomFloats(dims.state_size(), 308, 0.1f);
+  const std::vector<float> z = RandomFloats(rows * v * dims.v_dim, 309, 3.0f);
+  const std::vector<float> norm = RandomFloats(dims.v_dim, 310, 1.5f);
+  struct Outputs {
+    std::vector<float> conv_y, conv_state, g, beta, out, state, normed, dynamic;
+  };
+  const auto run = [&](backend::Backend& be) {
+    Outputs o;
+    auto dx = Floats(be, x), dw = Floats(be, weight), ds = Floats(be, conv_state);
+    auto da = Floats(be, a), db = Floats(be, b), dal = Floats(be, a_log), ddt = Floats(be, dt_bias);
+    auto dstate = Floats(be, state), dz = Floats(be, z), dnorm = Floats(be, norm);
+    auto y = *be.AllocateFloats(rows * channels), g = *be.AllocateFloats(rows * v),
+         beta = *be.AllocateFloats(rows * v), out = *be.AllocateFloats(rows * v * dims.v_dim),
+         normed = *be.AllocateFloats(rows * v * dims.v_dim);
+    EXPECT_TRUE(be.CausalConv1d(dx->floats(), rows, channels, dw->floats(), kernel, ds->floats(),
+                                y->floats())
+                    .ok());
+    EXPECT_TRUE(be.GatedDeltaNetGates(da->floats(), db->floats(), rows, v, dal->floats(),
+                                      ddt->floats(), g->floats(), beta->floats())
+                    .ok());
+    EXPECT_TRUE(be.GatedDeltaNet(y->floats(), g->floats(), beta->floats(), rows, dims,
+                                 dstate->floats(), out->floats())
+                    .ok());
+    EXPECT_TRUE(be.GatedRmsNorm(out->floats(), dz->floats(), rows * v, dims.v_dim, dnorm->floats(),
+                                1e-6f, normed->floats())
+                    .ok());
+    // DynamicConv over a block of 8 slots, 256 channels in groups of 16, 2 taps; the dynamic
+    // coefficients are one side of a [8, 2 x 2 x 16] projection.
+    const cpu::DynamicConvParams p{8, 256, 2, 16, 64};
+    auto cx = Floats(be, RandomFloats(8 * 256, 311)), cbase = Floats(be, RandomFloats(512, 312));
+    auto cdyn = Floats(be, RandomFloats(8 * 64, 313, 0.1f));
+    auto cout = *be.AllocateFloats(8 * 256);
+    EXPECT_TRUE(
+        be.DynamicConv(cout->floats(), cx->floats(), cbase->floats(), cdyn->floats(), p).ok());
+    o.conv_y = Download(be, *y, rows * channels);
+    o.conv_state = Download(be, *ds, conv_state.size());
+    o.g = Download(be, *g, rows * v);
+    o.beta = Download(be, *beta, rows * v);
+    o.out = Download(be, *out, rows * v * dims.v_dim);
+    o.state = Download(be, *dstate, state.size());
+    o.normed = Download(be, *normed, rows * v * dims.v_dim);
+    o.dynamic = Download(be, *cout, 8 * 256);
+    return o;
+  };
+  const Outputs want = run(*c_be), got = run(*g_be);
+  EXPECT_LE(RelFro(got.conv_y, want.conv_y), 1e-5);
+  EXPECT_EQ(testing::BitMismatches(got.conv_state, want.conv_state), 0u);
+  EXPECT_LE(RelFro(got.g, want.g), 1e-5);
+  EXPECT_LE(RelFro(got.beta, want.beta), 1e-5);
+  EXPECT_LE(RelFro(got.out, want.out), 1e-5);
+  EXPECT_LE(RelFro(got.state, want.state), 1e-5);
+  EXPECT_LE(RelFro(got.normed, want.normed), 1e-5);
+  EXPECT_EQ(testing::BitMismatches(got.dynamic, want.dynamic), 0u);
 }
 
 class ForeignLinear : public backend::LinearHandle {

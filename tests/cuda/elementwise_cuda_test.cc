@@ -150,8 +150,7 @@ TEST(AddCudaTest, EqualsCpuSumBitForBitInPlace) {
 TEST(MulSigmoidCudaTest, MatchesCpuAndLeavesTheGateAlone) {
   const int64_t rows = 23, dim = 512, x_stride = 2 * dim, gate_stride = 2 * dim;
   // Per head [query, gate] as Qwen3.5's q_proj lays them out: x and gate interleave.
-  std::vector<float> x = RandomFloats(rows * x_stride, 61, 3.0f);
-  const std::vector<float> before = x;
+  const std::vector<float> x = RandomFloats(rows * x_stride, 61, 3.0f);
   std::vector<float> want = x;
   ASSERT_TRUE(
       cpu::MulSigmoid({}, want.data(), x_stride, want.data() + dim, gate_stride, rows, dim).ok());
@@ -165,8 +164,8 @@ TEST(MulSigmoidCudaTest, MatchesCpuAndLeavesTheGateAlone) {
     for (int64_t i = 0; i < dim; ++i) {
       g.push_back(got[r * x_stride + i]);
       w.push_back(want[r * x_stride + i]);
-      gate_changed += testing::Bits(got[r * x_stride + dim + i]) !=
-                      testing::Bits(before[r * x_stride + dim + i]);
+      gate_changed +=
+          testing::Bits(got[r * x_stride + dim + i]) != testing::Bits(x[r * x_stride + dim + i]);
     }
   }
   EXPECT_EQ(OutsideTolerance(g, w, 1e-6, 1e-30), 0u);

@@ -89,13 +89,13 @@ TEST(EmbeddingCudaTest, DeviceIdOutsideTheTableWritesNaN) {
   auto device = DeviceEmbeddingTable::Upload(table);
   ASSERT_TRUE(device.ok());
   DeviceArray<int32_t> ids(std::vector<int32_t>{3, 50, -1, 49});
-  DeviceArray<float> out(4 * 16);
+  DeviceArray<float> out(64);  // 4 rows of 16.
   out.Poison();
   ASSERT_TRUE(EmbeddingDeviceIds({}, device->view(), ids.get(), 4, out.get()).ok());
   EXPECT_CUDA_CLEAN();
   const std::vector<float> got = out.Download();
   std::vector<float> row(16);
-  for (int r : {0, 3}) {
+  for (int64_t r : {0, 3}) {
     table.Row(r == 0 ? 3 : 49, row.data());
     EXPECT_EQ(
         BitMismatches(std::vector<float>(got.begin() + r * 16, got.begin() + r * 16 + 16), row),

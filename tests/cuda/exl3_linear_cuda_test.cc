@@ -1,7 +1,8 @@
-// GPU tests of kernels/cuda/exl3_linear: exllamav3's golden outputs, an independent dense reference
-// built from the golden codebook tables on random trellis (never zeros), row invariance bit for bit
-// for 1..100 rows, and column views bit-equal to the parent's columns. Needs a GPU: run through
-// scripts/gpu-check.sh, not ctest.
+// GPU tests of kernels/cuda/exl3_linear and exl3_span_linear: exllamav3's golden outputs, an
+// independent dense reference built from the golden codebook tables on random trellis (never
+// zeros), the CPU op on every codebook, width and row count, row invariance bit for bit for 1..100
+// rows, column views and the packed span head bit-equal to the parent's columns, and argument
+// errors. Needs a GPU: run through scripts/gpu-check.sh, not ctest.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -14,12 +15,16 @@
 
 #include "absl/strings/str_format.h"
 #include "common/exl3/plan.h"
+#include "common/exl3/span_view.h"
 #include "common/exl3/weight.h"
 #include "common/safetensors/half.h"
 #include "common/safetensors/safetensors_file.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/exl3_linear.h"
+#include "kernels/cpu/exl3_span_linear.h"
+#include "kernels/cuda/exl3_layout.h"
 #include "kernels/cuda/exl3_linear.cuh"
+#include "kernels/cuda/exl3_span_linear.cuh"
 #include "kernels/cuda/exl3_weight.h"
 #include "tests/testing/golden.h"
 #include "tests/unit/formats_exl3_fixture.h"
@@ -73,11 +78,12 @@ struct DeviceWeight {
 
 DeviceWeight ToDevice(const HostWeight& h, int k_splits, int warps) {
   DeviceWeight d;
-  d.trellis = Upload(h.trellis);
+  std::vector<uint32_t> layout(h.k * h.n * h.bits / 32);
+  ToExl3DeviceLayout(h.trellis.data(), h.n / 16, h.k, h.n, h.bits, layout.data());
+  d.trellis = Upload(layout);
   d.suh = Upload(h.suh);
   d.svh = Upload(h.svh);
-  d.view.trellis = d.trellis->as<uint16_t>();
-  d.view.tile_row_stride = h.n / 16 * 16 * h.bits;
+  d.view.trellis = d.trellis->as<uint32_t>();
   d.view.suh = d.suh->as<__half>();
   d.view.svh = d.svh->as<__half>();
   d.view.k = h.k;
@@ -90,27 +96,55 @@ DeviceWeight ToDevice(const HostWeight& h, int k_splits, int warps) {
 }
 
 // Runs the op on the device for `rows` rows of x (row-major, k floats a row); returns y.
+// schedule: Context::exl3_schedule (0 automatic, 1 warp units, 2 rounds) plus 10 for the
+// rotation kernel above 16 rows, plus 100 for two blocks per SM.
 class Runner {
  public:
   Runner() : workspace_(64 << 20) { cudaMemset(workspace_.get(), 0, workspace_.bytes()); }
-  absl::Status Run(const Exl3DeviceWeight& w, const float* x_dev, int64_t rows, float* y_dev) {
+  Context context(int schedule = 0) const {
     Context ctx;
     ctx.workspace = workspace_.get();
     ctx.workspace_bytes = workspace_.bytes();
-    return Exl3Linear(ctx, x_dev, w.k, rows, w, y_dev, w.n);
+    ctx.exl3_schedule = schedule % 10;
+    ctx.exl3_rotation_kernel = schedule / 10 % 10;
+    ctx.exl3_blocks_per_sm = schedule >= 100 ? 2 : 0;
+    return ctx;
+  }
+  absl::Status Run(const Exl3DeviceWeight& w, const float* x_dev, int64_t rows, float* y_dev,
+                   int schedule = 0) {
+    return Exl3Linear(context(schedule), x_dev, w.k, rows, w, y_dev, w.n);
   }
 
  private:
   DeviceBuffer workspace_;
 };
 
-std::vector<float> RunOnce(const Exl3DeviceWeight& w, const std::vector<float>& x, int64_t rows) {
+// The op's output for a forced schedule, or its status when the schedule cannot run this shape
+// (ResourceExhausted: e.g. rounds of 8 warps in a half-SM block of 4).
+absl::StatusOr<std::vector<float>> RunScheduled(const Exl3DeviceWeight& w,
+                                                const std::vector<float>& x, int64_t rows,
+                                                int schedule) {
+  auto xd = Upload(x);
+  DeviceBuffer yd(rows * w.n * sizeof(float));
+  cudaMemset(yd.get(), 0xFF, yd.bytes());
+  Runner runner;
+  const absl::Status s = runner.Run(w, xd->as<float>(), rows, yd.as<float>(), schedule);
+  if (!s.ok()) return s;
+  std::vector<float> y(rows * w.n);
+  if (cudaMemcpy(y.data(), yd.get(), yd.bytes(), cudaMemcpyDeviceToHost) != cudaSuccess ||
+      cudaDeviceSynchronize() != cudaSuccess)
+    return absl::InternalError(cudaGetErrorString(cudaGetLastError()));
+  return y;
+}
+
+std::vector<float> RunOnce(const Exl3DeviceWeight& w, const std::vector<float>& x, int64_t rows,
+                           int schedule = 0) {
   auto xd = Upload(x);
   DeviceBuffer yd(rows * w.n * sizeof(float));
   // Poison y so an unwritten element shows as NaN.
   cudaMemset(yd.get(), 0xFF, yd.bytes());
   Runner runner;
-  const absl::Status s = runner.Run(w, xd->as<float>(), rows, yd.as<float>());
+  const absl::Status s = runner.Run(w, xd->as<float>(), rows, yd.as<float>(), schedule);
   EXPECT_TRUE(s.ok()) << s;
   std::vector<float> y(rows * w.n);
   EXPECT_EQ(cudaMemcpy(y.data(), yd.get(), yd.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
@@ -356,7 +390,7 @@ TEST(Exl3LinearCuda, ColumnViewsWithTheParentPlanGiveTheParentColumnsBitForBit) 
     for (auto [first, blocks] :
          std::vector<std::pair<int, int>>{{0, 20}, {64, 6}, {3, 1}, {69, 1}}) {
       Exl3DeviceWeight v = d.view;
-      v.trellis += static_cast<int64_t>(first) * 8 * 16 * h.bits;
+      v.trellis += first * Exl3BlockWords(h.k, h.bits);
       v.svh += first * 128;
       v.n = blocks * 128;
       const std::vector<float> part = RunOnce(v, x, rows);
@@ -367,6 +401,198 @@ TEST(Exl3LinearCuda, ColumnViewsWithTheParentPlanGiveTheParentColumnsBitForBit) 
             << "rows " << rows << " view [" << first << ", +" << blocks << ") row " << r;
     }
   }
+}
+
+// ---- the two schedules ----------------------------------------------------------------------
+
+TEST(Exl3LinearCuda, EverySchedulePicksTheSameBitsForEveryRowGroup) {
+  // Warp units and rounds sum in the plan's order, B fragments from shared memory or from the
+  // rotation kernel are the same values, one or two blocks per SM split the same items: which one
+  // a launch picks must not change a bit.
+  int cases = 0;
+  for (auto [sk, wk] : std::vector<std::pair<int, int>>{{1, 8}, {2, 4}, {4, 2}, {8, 1}})
+    for (int K : {3, 4, 6}) {
+      const Exl3Codebook cb = K == 3 ? Exl3Codebook::k3inst : Exl3Codebook::kMul1;
+      const HostWeight h = RandomWeight(1024, 640, K, cb, 4000 + 10 * K + sk);
+      DeviceWeight d = ToDevice(h, sk, wk);
+      for (int64_t rows : {1, 9, 17, 40, 64}) {
+        const std::vector<float> x = RandomRows(rows, h.k, 70 + rows + K);
+        const std::vector<float> units = RunOnce(d.view, x, rows, 1);
+        for (float v : units) ASSERT_TRUE(std::isfinite(v));
+        // Rounds, automatic, the rotation kernel, two blocks per SM.
+        for (int schedule : {2, 0, 11, 12, 101, 102, 112}) {
+          auto other = RunScheduled(d.view, x, rows, schedule);
+          if (!other.ok() && other.status().code() == absl::StatusCode::kResourceExhausted)
+            continue;  // This schedule cannot hold the plan's warps at this row count.
+          ASSERT_TRUE(other.ok()) << other.status();
+          ASSERT_EQ(std::memcmp(units.data(), other->data(), units.size() * sizeof(float)), 0)
+              << "plan (" << sk << "," << wk << ") K" << K << " rows " << rows << " schedule "
+              << schedule;
+          ++cases;
+        }
+      }
+    }
+  EXPECT_GE(cases, 4 * 3 * 5 * 5);
+}
+
+TEST(Exl3LinearCuda, BackToBackLaunchesOnOneWorkspaceRepeatTheirBits) {
+  // Launches overlap their prologues (programmatic dependent launch); queued without a sync in
+  // between, on one workspace, each must still give the bits of a lone launch.
+  const HostWeight h = RandomWeight(2048, 1280, 4, Exl3Codebook::kMul1, 31);
+  const exl3::Plan plan = exl3::plan(h.k, h.n);
+  DeviceWeight d = ToDevice(h, plan.k_splits, plan.warps);
+  const std::vector<float> x = RandomRows(16, h.k, 32);
+  const std::vector<float> want = RunOnce(d.view, x, 16);
+  auto xd = Upload(x);
+  constexpr int kRepeats = 12;
+  DeviceBuffer yd(kRepeats * 16 * h.n * sizeof(float));
+  CUDA_OK(cudaMemset(yd.get(), 0xFF, yd.bytes()));
+  Runner runner;
+  for (int i = 0; i < kRepeats; ++i)  // Row counts 16, 1, 16, 1, ...: both row-group kernels.
+    ASSERT_TRUE(runner
+                    .Run(d.view, xd->as<float>(), i % 2 ? 1 : 16,
+                         yd.as<float>() + static_cast<int64_t>(i) * 16 * h.n)
+                    .ok());
+  std::vector<float> got(kRepeats * 16 * h.n);
+  CUDA_OK(cudaMemcpy(got.data(), yd.get(), yd.bytes(), cudaMemcpyDeviceToHost));
+  for (int i = 0; i < kRepeats; ++i)
+    ASSERT_EQ(std::memcmp(got.data() + static_cast<int64_t>(i) * 16 * h.n, want.data(),
+                          (i % 2 ? 1 : 16) * h.n * sizeof(float)),
+              0)
+        << "launch " << i;
+}
+
+// ---- the span head ---------------------------------------------------------------------------
+
+struct SpanHead {
+  std::unique_ptr<Checkpoint> checkpoint;
+  exl3::Weight head;
+  DeviceExl3Weight device;
+};
+
+// A head of 70 128-column blocks and k = 1024, so it plans (1, 8) as the 27B's lm_head does.
+SpanHead MakeSpanHead(int bits, uint32_t seed) {
+  testing::SyntheticLinear spec;
+  spec.prefix = "lm_head";
+  spec.k = 1024;
+  spec.n = 70 * 128;
+  spec.bits = bits;
+  spec.codebook = exl3::Codebook::kMul1;
+  spec.seed = seed;
+  SpanHead s;
+  s.checkpoint = testing::OpenTensors(absl::StrFormat("span_head_%d.safetensors", bits),
+                                      testing::SyntheticTensors(spec));
+  if (!s.checkpoint) return s;
+  auto w = exl3::Weight::Load(*s.checkpoint, spec.prefix);
+  EXPECT_TRUE(w.ok()) << w.status();
+  if (!w.ok()) return s;
+  s.head = *w;
+  auto d = DeviceExl3Weight::Upload(s.head);
+  EXPECT_TRUE(d.ok()) << d.status();
+  if (d.ok()) s.device = std::move(*d);
+  return s;
+}
+
+TEST(Exl3LinearCuda, SpanHeadPacksTheFullHeadsColumnsBitForBitInOneLaunch) {
+  SpanHead s = MakeSpanHead(6, 808);
+  ASSERT_NE(s.checkpoint, nullptr);
+  ASSERT_EQ(s.head.plan(), (exl3::Plan{1, 8}));
+  // The drafter's two spans (the tail view widened to the last 64 blocks), and the same with a
+  // 384-column tail view planned as the parent.
+  const std::vector<exl3::ColumnSpan> spans = {{0, 3000}, {8900, 8960}};
+  auto two = exl3::MakeSpanViews(s.head, spans);
+  ASSERT_TRUE(two.ok()) << two.status();
+  ASSERT_EQ((*two)[1].weight.first_column(), 6 * 128);
+  auto tail = s.head.columns(67 * 128, 3 * 128);
+  ASSERT_TRUE(tail.ok());
+  const std::vector<exl3::SpanView> tail384 = {(*two)[0], {*tail, {8900, 8960}}};
+  // Spans whose packed columns are not 4-aligned with their view's (scalar stores).
+  auto odd = exl3::MakeSpanViews(s.head, std::vector<exl3::ColumnSpan>{{5, 3001}, {8901, 8960}});
+  ASSERT_TRUE(odd.ok()) << odd.status();
+  auto full = s.device.View(s.head);
+  ASSERT_TRUE(full.ok());
+  const std::vector<exl3::SpanView>* cases[] = {&*two, &tail384, &*odd};
+  for (const std::vector<exl3::SpanView>* views : cases) {
+    std::vector<Exl3DeviceSpan> dev;
+    for (const exl3::SpanView& v : *views) {
+      auto d = s.device.Span(v);
+      ASSERT_TRUE(d.ok()) << d.status();
+      dev.push_back(*d);
+    }
+    const int64_t packed_size = exl3::PackedSize(*views), stride = packed_size + 4;
+    for (int64_t rows : {1, 16, 64, 100}) {
+      const std::vector<float> x = RandomRows(rows, s.head.k(), 900 + rows);
+      const std::vector<float> y = RunOnce(*full, x, rows);
+      auto xd = Upload(x);
+      DeviceBuffer pd(rows * stride * sizeof(float));
+      CUDA_OK(cudaMemset(pd.get(), 0xFF, pd.bytes()));
+      Runner runner;
+      std::vector<float> packed(rows * stride);
+      for (int schedule : {0, 10}) {  // Automatic; the rotation kernel above 16 rows.
+        CUDA_OK(cudaMemset(pd.get(), 0xFF, pd.bytes()));
+        const absl::Status st =
+            Exl3SpanLinear(runner.context(schedule), xd->as<float>(), s.head.k(), rows, dev.data(),
+                           static_cast<int>(dev.size()), pd.as<float>(), stride);
+        ASSERT_TRUE(st.ok()) << st;
+        std::vector<float> got(rows * stride);
+        CUDA_OK(cudaMemcpy(got.data(), pd.get(), pd.bytes(), cudaMemcpyDeviceToHost));
+        if (schedule == 0) {
+          packed = got;
+        } else {
+          ASSERT_EQ(std::memcmp(got.data(), packed.data(), pd.bytes()), 0) << "rows " << rows;
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t col = 0;
+        for (const exl3::SpanView& v : *views) {
+          ASSERT_EQ(std::memcmp(packed.data() + r * stride + col,
+                                y.data() + r * s.head.n() + v.span.begin, v.size() * sizeof(float)),
+                    0)
+              << "rows " << rows << " row " << r << " span from " << v.span.begin << " view from "
+              << v.weight.first_column();
+          col += v.size();
+        }
+      }
+      // The CPU twin, within the GPU's tolerance against the CPU op.
+      std::vector<float> want(rows * packed_size), got(rows * packed_size);
+      ASSERT_TRUE(
+          cpu::Exl3SpanLinear(x.data(), s.head.k(), rows, *views, want.data(), packed_size, 4)
+              .ok());
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(got.data() + r * packed_size, packed.data() + r * stride,
+                    packed_size * sizeof(float));
+      EXPECT_LE(RelFro(got, want), 1e-5) << "rows " << rows;
+    }
+  }
+}
+
+TEST(Exl3LinearCuda, SpanHeadRejectsBadSpans) {
+  SpanHead s = MakeSpanHead(4, 809);
+  ASSERT_NE(s.checkpoint, nullptr);
+  auto views = exl3::MakeSpanViews(s.head, std::vector<exl3::ColumnSpan>{{0, 300}, {8900, 8960}});
+  ASSERT_TRUE(views.ok());
+  std::vector<Exl3DeviceSpan> dev;
+  for (const exl3::SpanView& v : *views) dev.push_back(*s.device.Span(v));
+  DeviceBuffer x(s.head.k() * sizeof(float)), packed(1024 * sizeof(float));
+  Runner runner;
+  auto run = [&](const Exl3DeviceSpan* spans, int count, int64_t stride) {
+    return Exl3SpanLinear(runner.context(), x.as<float>(), s.head.k(), 1, spans, count,
+                          packed.as<float>(), stride)
+        .code();
+  };
+  EXPECT_EQ(run(dev.data(), 2, 360), absl::StatusCode::kOk);
+  EXPECT_EQ(run(dev.data(), 2, 359), absl::StatusCode::kInvalidArgument);  // Packed row is 360.
+  EXPECT_EQ(run(dev.data(), 0, 360), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run(nullptr, 2, 360), absl::StatusCode::kInvalidArgument);
+  std::vector<Exl3DeviceSpan> bad = dev;
+  bad[1].drop_front = bad[1].view.n - 10;  // Past the view's end.
+  EXPECT_EQ(run(bad.data(), 2, 360), absl::StatusCode::kInvalidArgument);
+  bad = dev;
+  bad[1].view.warps = 4;  // Not planned as the head.
+  EXPECT_EQ(run(bad.data(), 2, 360), absl::StatusCode::kInvalidArgument);
+  std::vector<Exl3DeviceSpan> many(kMaxExl3Spans + 1, dev[0]);
+  EXPECT_EQ(run(many.data(), kMaxExl3Spans + 1, 360 * 8), absl::StatusCode::kInvalidArgument);
+  CUDA_OK(cudaDeviceSynchronize());
 }
 
 // ---- the CPU op on random weights, through exl3::Weight ---------------------------------
@@ -454,6 +680,16 @@ TEST(Exl3LinearCuda, RejectsBadShapesPlansAndWorkspace) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(runner.Run(d.view, x.as<float>() + 1, 1, y.as<float>()).code(),
             absl::StatusCode::kInvalidArgument);  // x not 16-byte aligned.
+  EXPECT_EQ(runner.Run(d.view, x.as<float>(), 1, y.as<float>() + 2).code(),
+            absl::StatusCode::kInvalidArgument);  // y not 16-byte aligned.
+  bad = d.view;
+  bad.trellis += 1;
+  EXPECT_EQ(runner.Run(bad, x.as<float>(), 1, y.as<float>()).code(),
+            absl::StatusCode::kInvalidArgument);  // Trellis not 16-byte aligned.
+  bad = d.view;
+  bad.warps = 3;  // (1, 3) does not divide the 16 k-tiles of k = 256.
+  EXPECT_EQ(runner.Run(bad, x.as<float>(), 1, y.as<float>()).code(),
+            absl::StatusCode::kInvalidArgument);
   Context small;
   DeviceBuffer ws(16);
   small.workspace = ws.get();

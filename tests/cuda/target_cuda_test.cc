@@ -1,17 +1,18 @@
-// The qwen3 family's HF checkpoint and the qwen3_5 checkpoints on the CUDA backend, against golden
-// data (shared/golden/README.md) and against the CPU backend:
-//  - hf_qwen3_tiny (HF transformers 5.17.0, fp32 CPU, eager attention; section 5): with f32 K/V,
-//    logits, layer outputs, final norm and hidden states rel_fro <= 1e-4 and the 16 greedy tokens
-//    exactly, as tests/golden/target_qwen3_golden_test.cc on the CPU; with bf16 K/V (the serving
+// The target families' HF checkpoints and the EXL3 qwen3_5 checkpoint on the CUDA backend, against
+// golden data (shared/golden/README.md) and against the CPU backend:
+//  - hf_qwen3_tiny and hf_qwen3_5_tiny (HF transformers 5.17.0, fp32 CPU, eager attention;
+//    sections 5 and 6): with f32 K/V, logits, layer outputs, final norm and hidden states
+//    rel_fro <= 1e-4 and the 16 greedy tokens exactly, as the CPU golden tests
+//    (tests/golden/target_qwen3_golden_test.cc, qwen35_hf_test.cc); with bf16 K/V (the serving
 //    default) logits rel_fro <= 3e-2, the README's bf16 tolerance, since bf16 K/V alone exceeds
 //    1e-4;
+//  - exl3_qwen3_5_tiny against exllamav3's forward (section 4): logits rel_fro <= 3e-2, as
+//    tests/golden/qwen35_exl3_test.cc;
 //  - CUDA against CPU backend on 150 random tokens, f32 K/V: logits and layer outputs rel_fro
 //    <= 1e-5 (each op's own tolerance);
 //  - on the GPU, bit for bit: verify(k) == k + 1 serial steps (k = 1..8) and commit-and-continue,
 //    prefill chunking, and one ForwardBatch of four sequences == each sequence's own Forward
 //    (tests/unit/target_properties.h), with bf16 and f32 K/V.
-// The qwen3_5 checkpoints need the Gated DeltaNet ops, which have no CUDA twin yet: their test
-// asserts that a forward says Unimplemented, and must become the checks above when they land.
 // exl3_qwen3_tiny has its own binary (target_exl3_cuda_test): its golden data alone is 64 MB.
 // Needs a GPU: scripts/gpu-check.sh runs it (TWINSPAN_GOLDEN names the golden folder).
 #include <algorithm>
@@ -47,10 +48,19 @@ std::vector<float> HfHiddenStates(const ForwardResult& r, int64_t layers, int64_
   return out;
 }
 
-TEST(TargetCudaTest, HfQwen3MatchesTransformersWithF32Kv) {
-  Opened gpu = OpenOnGpu("hf_qwen3_tiny/model", cpu::KvDtype::kF32);
+// The HF golden folders: <name>/model and <name>/reference.safetensors.
+class TargetCudaHfTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  std::string Model() const { return std::string(GetParam()) + "/model"; }
+  std::string Reference() const {
+    return twinspan::testing::GoldenPath(std::string(GetParam()) + "/reference.safetensors");
+  }
+};
+
+TEST_P(TargetCudaHfTest, MatchesTransformersWithF32Kv) {
+  Opened gpu = OpenOnGpu(Model(), cpu::KvDtype::kF32);
   ASSERT_NE(gpu.model, nullptr);
-  ReferenceFile ref(twinspan::testing::GoldenPath("hf_qwen3_tiny/reference.safetensors"));
+  ReferenceFile ref(Reference());
   ASSERT_TRUE(ref.ok());
   const int64_t layers = gpu.model->config().num_layers;
   const int64_t hidden = gpu.model->config().hidden_size;
@@ -67,10 +77,10 @@ TEST(TargetCudaTest, HfQwen3MatchesTransformersWithF32Kv) {
   }
 }
 
-TEST(TargetCudaTest, HfQwen3WithBf16KvStaysWithinTheBf16Tolerance) {
-  Opened gpu = OpenOnGpu("hf_qwen3_tiny/model", cpu::KvDtype::kBF16);
+TEST_P(TargetCudaHfTest, WithBf16KvStaysWithinTheBf16Tolerance) {
+  Opened gpu = OpenOnGpu(Model(), cpu::KvDtype::kBF16);
   ASSERT_NE(gpu.model, nullptr);
-  ReferenceFile ref(twinspan::testing::GoldenPath("hf_qwen3_tiny/reference.safetensors"));
+  ReferenceFile ref(Reference());
   ASSERT_TRUE(ref.ok());
   for (int i = 0; i < 3; ++i) {
     const std::string n = std::to_string(i);
@@ -81,10 +91,10 @@ TEST(TargetCudaTest, HfQwen3WithBf16KvStaysWithinTheBf16Tolerance) {
   }
 }
 
-TEST(TargetCudaTest, HfQwen3GreedyGenerationMatchesTransformers) {
-  Opened gpu = OpenOnGpu("hf_qwen3_tiny/model", cpu::KvDtype::kF32);
+TEST_P(TargetCudaHfTest, GreedyGenerationMatchesTransformers) {
+  Opened gpu = OpenOnGpu(Model(), cpu::KvDtype::kF32);
   ASSERT_NE(gpu.model, nullptr);
-  ReferenceFile ref(twinspan::testing::GoldenPath("hf_qwen3_tiny/reference.safetensors"));
+  ReferenceFile ref(Reference());
   const auto prompt = ref.Ids("generate_prompt_ids");
   const auto expected = ref.Ids("generate_new_ids");
   auto state = gpu.model->NewSequence();
@@ -106,6 +116,23 @@ TEST(TargetCudaTest, HfQwen3GreedyGenerationMatchesTransformers) {
   }
   EXPECT_EQ(generated, expected);
   EXPECT_LE(RelFro(all_logits, ref.Floats("generate_step_logits")), 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Hf, TargetCudaHfTest,
+                         ::testing::Values("hf_qwen3_tiny", "hf_qwen3_5_tiny"));
+
+TEST(TargetCudaTest, Exl3Qwen35MatchesExllamav3Logits) {
+  Opened gpu = OpenOnGpu("exl3_qwen3_5_tiny", cpu::KvDtype::kF32);
+  ASSERT_NE(gpu.model, nullptr);
+  ReferenceFile ref(twinspan::testing::GoldenPath("exl3_qwen3_5_tiny_ref/logits.safetensors"));
+  ASSERT_TRUE(ref.ok());
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = std::to_string(i);
+    const ForwardResult r = ForwardAll(*gpu.model, ref.Ids("input_ids_" + n), false);
+    const double err = RelFro(r.logits, ref.Floats("exl3_logits_" + n));
+    RecordProperty("exl3_logits_rel_fro_" + n, std::to_string(err));
+    EXPECT_LE(err, 3e-2) << "sequence " << i;
+  }
 }
 
 class TargetCudaCheckpointTest : public ::testing::TestWithParam<const char*> {};
@@ -145,25 +172,9 @@ TEST_P(TargetCudaCheckpointTest, BatchOfFourEqualsEachSequenceAloneBitForBit) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(HfQwen3, TargetCudaCheckpointTest,
-                         ::testing::Values("hf_qwen3_tiny/model"));
-
-// Until the Gated DeltaNet ops have CUDA twins a qwen3_5 forward must fail loudly.
-TEST(TargetCudaTest, Qwen35ForwardSaysUnimplementedUntilTheGdnOpsLand) {
-  for (const char* dir : {"hf_qwen3_5_tiny/model", "exl3_qwen3_5_tiny"}) {
-    SCOPED_TRACE(dir);
-    Opened gpu = OpenOnGpu(dir, cpu::KvDtype::kF32);
-    ASSERT_NE(gpu.model, nullptr);
-    auto state = gpu.model->NewSequence();
-    ASSERT_TRUE(state.ok()) << state.status();
-    const std::vector<int32_t> ids = {1, 2, 3};
-    ForwardRequest request;
-    request.tokens = ids;
-    ForwardResult result;
-    const absl::Status s = gpu.model->Forward(**state, request, &result);
-    EXPECT_TRUE(absl::IsUnimplemented(s)) << s;
-  }
-}
+INSTANTIATE_TEST_SUITE_P(Checkpoints, TargetCudaCheckpointTest,
+                         ::testing::Values("hf_qwen3_tiny/model", "hf_qwen3_5_tiny/model",
+                                           "exl3_qwen3_5_tiny"));
 
 }  // namespace
 }  // namespace twinspan::target

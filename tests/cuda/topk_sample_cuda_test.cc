@@ -87,10 +87,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TopKCudaTest,
                                            TopKCase{1, 248320, 1, 0}));
 
 TEST(TopKCudaTest, NanRowIsMarkedAndOthersAreUntouched) {
-  std::vector<float> logits = Logits(2 * 1000, 121, 1.0f, 0);
+  std::vector<float> logits = Logits(2000, 121, 1.0f, 0);  // 2 rows of 1000.
   logits[1000 + 17] = NAN;
-  DeviceArray<float> dl(logits), values(2 * 4);
-  DeviceArray<int32_t> indices(2 * 4);
+  DeviceArray<float> dl(logits), values(8);
+  DeviceArray<int32_t> indices(8);
   ASSERT_TRUE(TopK({}, dl.get(), 1000, 2, 1000, 4, values.get(), indices.get()).ok());
   EXPECT_CUDA_CLEAN();
   const std::vector<int32_t> got = indices.Download();
@@ -219,7 +219,7 @@ TEST(SampleCudaTest, AllMinusInfinityRowsPickTheFirstId) {
 }
 
 TEST(SampleCudaTest, NanRowGetsMinusOneAndBadParamsAreRefused) {
-  std::vector<float> logits = Logits(2 * 64, 131, 1.0f, 0);
+  std::vector<float> logits = Logits(128, 131, 1.0f, 0);  // 2 rows of 64.
   logits[64 + 3] = NAN;
   const std::vector<SampleRow> rows = {{Params(1.0f, 0, 1.0f, 0.0f), 1, 5},
                                        {Params(1.0f, 0, 1.0f, 0.0f), 1, 6}};

@@ -376,7 +376,8 @@ TEST(SynthTest, TinyPairDraftedEqualsPlainAtEveryDrafterPrecision) {
   PresetOptions q4;
   q4.drafter_bits = 4;
   const std::string q4_dir = WritePreset("qwen3.8-tiny-dflash2", "synth_test_exact_q4", 2, q4);
-  ASSERT_TRUE(Checkpoint::Open(q4_dir).value()->Has("fc.q4_codes"));
+  ASSERT_TRUE(Checkpoint::Open(q4_dir).value()->Has("layers.4.mlp.down_proj.q4_codes"));
+  ASSERT_TRUE(Checkpoint::Open(q4_dir).value()->Has("fc.weight"));
   auto target = target::OpenTargetModel(target_dir, {.context = 128});
   ASSERT_TRUE(target.ok()) << target.status();
   const std::vector<int32_t> prompt = {3, 1000, 2047, 9, 3500, 100, 7};
@@ -393,8 +394,9 @@ TEST(SynthTest, TinyPairDraftedEqualsPlainAtEveryDrafterPrecision) {
     auto d = drafter::Drafter::Open(
         v.dir, target_dir, {.model = {.context = 128, .linear_bits = v.bits}, .head = "full"});
     ASSERT_TRUE(d.ok()) << d.status();
-    EXPECT_EQ((*d)->model().weights().fc.is_q4(),
+    EXPECT_EQ((*d)->model().weights().layers[0].up_proj.is_q4(),
               v.bits == drafter::LinearBits::kQ4 || v.dir == q4_dir);
+    EXPECT_FALSE((*d)->model().weights().fc.is_q4());
     auto drafted = drafter::SpeculativeGenerate(**target, **d, prompt, 24);
     ASSERT_TRUE(drafted.ok()) << drafted.status();
     EXPECT_EQ(drafted->output_ids, *plain) << v.dir;

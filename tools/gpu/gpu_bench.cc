@@ -1,7 +1,8 @@
 // twinspan_gpu_bench: the CUDA backend against the H200's limit, in one run. Measures copy
 // bandwidth, the EXL3 linear at the Qwen3.8-27B shapes (K = 2..6, rows 1/8/16/64), the 401 linears
-// of one forward as one CUDA graph, and the head full / two-span / 384-tail, on synthetic random
-// trellis made on the GPU. Each number is a median of CUDA-event times of calls queued back to back
+// of one forward as one CUDA graph, and the head full / two-span / 384-tail (each span set one
+// Exl3SpanLinear launch), on synthetic random trellis made on the GPU (any bits are a valid
+// trellis in any layout). Each number is a median of CUDA-event times of calls queued back to back
 // behind a spin kernel, with weight copies rotating over >= 256 MB so every call reads HBM
 // (anchor-perf.md's method); exllamav3's numbers from anchor-perf.md are printed beside ours.
 #include <cuda_runtime.h>
@@ -19,7 +20,9 @@
 #include "absl/strings/str_format.h"
 #include "common/exl3/plan.h"
 #include "common/status.h"
+#include "kernels/cuda/exl3_layout.h"
 #include "kernels/cuda/exl3_linear.cuh"
+#include "kernels/cuda/exl3_span_linear.cuh"
 #include "nlohmann/json.hpp"
 #include "tools/gpu/anchor_exllamav3.h"
 #include "tools/gpu/synthetic.cuh"
@@ -136,10 +139,16 @@ class Bench {
     return absl::OkStatus();
   }
 
-  cuda::Exl3DeviceWeight MakeWeight(const uint16_t* trellis, int64_t k, int64_t n, int bits) {
+  // Tuning knobs of cuda::Context (they change timings, never bits).
+  void set_tuning(int schedule, int blocks_per_sm, int l2_ahead) {
+    schedule_ = schedule;
+    blocks_per_sm_ = blocks_per_sm;
+    l2_ahead_ = l2_ahead;
+  }
+
+  cuda::Exl3DeviceWeight MakeWeight(const uint32_t* trellis, int64_t k, int64_t n, int bits) {
     cuda::Exl3DeviceWeight w;
     w.trellis = trellis;
-    w.tile_row_stride = n / 16 * 16 * bits;
     w.suh = reinterpret_cast<const __half*>(scales_);
     w.svh = reinterpret_cast<const __half*>(scales_ + 248320);
     w.k = k;
@@ -152,9 +161,16 @@ class Bench {
     return w;
   }
 
-  absl::Status Run(const cuda::Exl3DeviceWeight& w, int rows, float* y) {
+  cuda::Context context() const {
     cuda::Context ctx{stream_, workspace_, workspace_bytes_};
-    return cuda::Exl3Linear(ctx, x_, w.k, rows, w, y, w.n);
+    ctx.exl3_schedule = schedule_;
+    ctx.exl3_blocks_per_sm = blocks_per_sm_;
+    ctx.exl3_l2_ahead = l2_ahead_;
+    return ctx;
+  }
+
+  absl::Status Run(const cuda::Exl3DeviceWeight& w, int rows, float* y) {
+    return cuda::Exl3Linear(context(), x_, w.k, rows, w, y, w.n);
   }
 
   // Copies of one weight rotating over >= 256 MB (at least 2), carved from one random pool.
@@ -169,7 +185,7 @@ class Bench {
     }
     std::vector<cuda::Exl3DeviceWeight> out;
     for (int64_t c = 0; c < copies; ++c)
-      out.push_back(MakeWeight(static_cast<const uint16_t*>(pool_) + c * bytes / 2, k, n, bits));
+      out.push_back(MakeWeight(static_cast<const uint32_t*>(pool_) + c * bytes / 4, k, n, bits));
     return out;
   }
 
@@ -243,14 +259,16 @@ class Bench {
       offsets.push_back(total);
       total += TrellisBytes(k, n, head ? head_bits : body_bits);
     }
-    void* weights = nullptr;
-    BENCH_CUDA(cudaMalloc(&weights, total));
-    BENCH_CUDA(FillRandomWords(static_cast<uint16_t*>(weights), total / 2, 5, stream_));
+    if (!forward_weights_) {  // Made once, reused by every tuning.
+      BENCH_CUDA(cudaMalloc(&forward_weights_, total));
+      BENCH_CUDA(FillRandomWords(static_cast<uint16_t*>(forward_weights_), total / 2, 5, stream_));
+    }
+    void* weights = forward_weights_;
     std::vector<cuda::Exl3DeviceWeight> ws;
     for (size_t i = 0; i <= shapes.size(); ++i) {
       const bool head = i == shapes.size();
       ws.push_back(
-          MakeWeight(reinterpret_cast<const uint16_t*>(static_cast<char*>(weights) + offsets[i]),
+          MakeWeight(reinterpret_cast<const uint32_t*>(static_cast<char*>(weights) + offsets[i]),
                      head ? 5120 : shapes[i].first, head ? 248320 : shapes[i].second,
                      head ? head_bits : body_bits));
     }
@@ -260,7 +278,13 @@ class Bench {
         ws.size(), body_bits, head_bits, total / 1e9, total / (copy_gbs_ * 1e6));
     double one_row = 0;
     for (int m : {1, 8, 16, 64}) {
-      for (const auto& w : ws) ABSL_RETURN_IF_ERROR(Run(w, m, y_));  // Warm (sets attributes).
+      absl::Status warm;  // Also sets the kernels' attributes before the capture.
+      for (const auto& w : ws)
+        if (warm.ok()) warm = Run(w, m, y_);
+      if (!warm.ok()) {  // A forced tuning that cannot run some linear at this row count.
+        std::printf("  rows %2d: n/a (%s)\n", m, std::string(warm.message()).c_str());
+        continue;
+      }
       cudaGraph_t graph;
       cudaGraphExec_t exec;
       BENCH_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
@@ -290,27 +314,31 @@ class Bench {
                                   {"bytes", total},
                                   {"median_us", s.median_us},
                                   {"gbs", gbs},
-                                  {"exllamav3_ms", anchor}});
+                                  {"exllamav3_ms", anchor},
+                                  {"tuning", Tuning()}});
       BENCH_CUDA(cudaGraphExecDestroy(exec));
       BENCH_CUDA(cudaGraphDestroy(graph));
     }
     std::printf("\n");
     BENCH_CUDA(cudaStreamSynchronize(stream_));
-    BENCH_CUDA(cudaFree(weights));
     return absl::OkStatus();
   }
 
-  // The head at K = 6: full, two-span (A = [0, 98304) + the last 64 blocks), A + the 384-column
-  // tail; views keep the full head's plan. Span logits are packed with one 2-D copy per span.
+  // The head at K = 6: full, two-span (A = [0, 98304) + the last 64 blocks, of which the last 288
+  // columns are kept), A + the 384-column tail; views keep the full head's plan and each span set
+  // is one Exl3SpanLinear launch writing the packed logits.
   absl::Status Head(int bits) {
-    constexpr int64_t k = 5120, n = 248320, tail_begin = 248032;
+    constexpr int64_t k = 5120, n = 248320, tail_begin = 248032, a_end = 98304;
     ABSL_ASSIGN_OR_RETURN(auto copies, Copies(k, n, bits));
-    auto view = [&](const cuda::Exl3DeviceWeight& full, int64_t first_block, int64_t blocks) {
-      cuda::Exl3DeviceWeight v = full;
-      v.trellis += first_block * 8 * 16 * bits;
-      v.svh += first_block * 128;
-      v.n = blocks * 128;
-      return v;
+    auto span = [&](const cuda::Exl3DeviceWeight& full, int64_t first_block, int64_t blocks) {
+      cuda::Exl3DeviceSpan s;
+      s.view = full;
+      s.view.trellis += first_block * cuda::Exl3BlockWords(k, bits);
+      s.view.svh += first_block * 128;
+      s.view.n = blocks * 128;
+      s.drop_front = first_block == 0 ? 0 : tail_begin - first_block * 128;
+      s.size = first_block == 0 ? a_end : n - tail_begin;
+      return s;
     };
     struct Mode {
       const char* name;
@@ -322,36 +350,31 @@ class Bench {
         {"two-span (A + 64-block tail)", {{0, 768}, {1876, 64}}, kAnchorHeadTwoSpan},
         {"A + 384-column tail", {{0, 768}, {1937, 3}}, kAnchorHeadTail384},
     };
-    std::printf("Head K = %d (5120 x 248320), span logits packed by one 2-D copy per span\n", bits);
+    std::printf("Head K = %d (5120 x 248320), each span set one launch into packed logits\n", bits);
     double full_us[2] = {0, 0};
     for (int ri = 0; ri < 2; ++ri) {
       const int m = ri == 0 ? 1 : 16;
       for (const Mode& mode : modes) {
         int64_t bytes = 0;
         for (auto [f, b] : mode.views) bytes += TrellisBytes(k, b * 128, bits);
-        ABSL_ASSIGN_OR_RETURN(
-            Stats s, Time(
-                         [&](int i) -> absl::Status {
-                           const auto& full = copies[i % copies.size()];
-                           if (mode.views.size() == 1) return Run(full, m, y_);
-                           int64_t packed_col = 0, y_off = 0;
-                           for (auto [f, b] : mode.views) {
-                             const cuda::Exl3DeviceWeight v = view(full, f, b);
-                             ABSL_RETURN_IF_ERROR(Run(v, m, y_ + y_off));
-                             // Span [98304 is A's end) or the tail from 248032: the kept columns of
-                             // this view.
-                             const int64_t begin = f == 0 ? 0 : tail_begin - f * 128;
-                             const int64_t keep = f == 0 ? 98304 : n - tail_begin;
-                             BENCH_CUDA(cudaMemcpy2DAsync(packed_ + packed_col,
-                                                          sizeof(float) * 98592, y_ + y_off + begin,
-                                                          sizeof(float) * v.n, sizeof(float) * keep,
-                                                          m, cudaMemcpyDeviceToDevice, stream_));
-                             packed_col += keep;
-                             y_off += m * v.n;
-                           }
-                           return absl::OkStatus();
-                         },
-                         3, reps_));
+        auto timed = Time(
+            [&](int i) -> absl::Status {
+              const auto& full = copies[i % copies.size()];
+              if (mode.views.size() == 1) return Run(full, m, y_);
+              std::vector<cuda::Exl3DeviceSpan> spans;
+              for (auto [f, b] : mode.views) spans.push_back(span(full, f, b));
+              return cuda::Exl3SpanLinear(context(), x_, k, m, spans.data(),
+                                          static_cast<int>(spans.size()), packed_,
+                                          a_end + n - tail_begin);
+            },
+            3, reps_);
+        if (!timed.ok()) {  // A forced tuning that cannot run this mode.
+          BENCH_CUDA(cudaStreamSynchronize(stream_));
+          std::printf("  rows %2d %-30s n/a (%s)\n", m, mode.name,
+                      std::string(timed.status().message()).c_str());
+          continue;
+        }
+        const Stats s = *timed;
         if (mode.views.size() == 1) full_us[ri] = s.median_us;
         const double gbs = bytes / (s.median_us * 1e3);
         std::printf(
@@ -364,13 +387,17 @@ class Bench {
                                  {"median_us", s.median_us},
                                  {"bytes", bytes},
                                  {"exllamav3_us", mode.anchor[ri]},
-                                 {"of_full", s.median_us / full_us[ri]}});
+                                 {"of_full", s.median_us / full_us[ri]},
+                                 {"tuning", Tuning()}});
       }
     }
     std::printf("\n");
     return absl::OkStatus();
   }
 
+  std::string Tuning() const {
+    return absl::StrFormat("%d:%d:%d", schedule_, blocks_per_sm_, l2_ahead_);
+  }
   nlohmann::json& json() { return json_; }
   const std::string& device() const { return device_; }
   int sms() const { return sms_; }
@@ -378,6 +405,7 @@ class Bench {
  private:
   cudaStream_t stream_ = nullptr;
   int reps_ = 30;
+  int schedule_ = 0, blocks_per_sm_ = 0, l2_ahead_ = 0;
   int64_t spin_cycles_ = 0;
   std::string device_;
   int sms_ = 0;
@@ -389,21 +417,35 @@ class Bench {
   uint16_t* scales_ = nullptr;
   void* pool_ = nullptr;
   int64_t pool_bytes_ = 0;
+  void* forward_weights_ = nullptr;
   double copy_gbs_ = kAnchorCopyGBs;
   nlohmann::json json_;
 };
 
+// `tunings`: "schedule:blocks_per_sm" pairs (cuda::Context's knobs); the head and forward sections
+// run once per pair, the per-linear table with the first.
 absl::Status Main(const std::string& json_path, const std::string& sections,
-                  const std::vector<int>& bits, int reps) {
+                  const std::vector<int>& bits, int reps, const std::vector<std::string>& tunings) {
   Bench bench;
   ABSL_RETURN_IF_ERROR(bench.Init(reps));
   std::printf("device: %s, %d SMs\n", bench.device().c_str(), bench.sms());
   bench.json()["device"] = bench.device();
   ABSL_RETURN_IF_ERROR(bench.Copy());
   auto has = [&](const char* s) { return sections.find(s) != std::string::npos; };
-  if (has("head")) ABSL_RETURN_IF_ERROR(bench.Head(6));
-  if (has("forward")) ABSL_RETURN_IF_ERROR(bench.Forward(4, 6));
-  if (has("linears")) ABSL_RETURN_IF_ERROR(bench.Linears(bits));
+  for (size_t t = 0; t < tunings.size(); ++t) {
+    int schedule = 0, bps = 0, l2 = 0;
+    if (std::sscanf(tunings[t].c_str(), "%d:%d:%d", &schedule, &bps, &l2) != 3)
+      return absl::InvalidArgumentError("--tunings: \"" + tunings[t] +
+                                        "\" is not schedule:blocks_per_sm:l2_ahead");
+    bench.set_tuning(schedule, bps, l2);
+    std::printf(
+        "tuning: schedule %d (0 auto, 1 units, 2 rounds), blocks per SM %d (0 auto), L2 ahead %d "
+        "(0 auto, -1 off)\n\n",
+        schedule, bps, l2);
+    if (has("head")) ABSL_RETURN_IF_ERROR(bench.Head(6));
+    if (has("forward")) ABSL_RETURN_IF_ERROR(bench.Forward(4, 6));
+    if (t == 0 && has("linears")) ABSL_RETURN_IF_ERROR(bench.Linears(bits));
+  }
   if (!json_path.empty()) {
     std::ofstream f(json_path);
     f << bench.json().dump(1) << "\n";
@@ -420,12 +462,18 @@ int main(int argc, char** argv) {
   std::string json, sections = "head,forward,linears";
   std::vector<int> bits = {2, 3, 4, 5, 6};
   int reps = 30;
+  std::vector<std::string> tunings = {"0:0:0"};
   app.add_option("--json", json, "write every number here");
+  app.add_option("--tunings", tunings,
+                 "comma list of schedule:blocks_per_sm:l2_ahead to time (default 0:0:0)")
+      ->delimiter(',');
   app.add_option("--sections", sections, "comma list of head, forward, linears");
-  app.add_option("--bits", bits, "K values of the per-linear table")->check(CLI::Range(1, 8));
+  app.add_option("--bits", bits, "comma list of K values of the per-linear table")
+      ->check(CLI::Range(1, 8))
+      ->delimiter(',');
   app.add_option("--reps", reps, "timed calls per cell (median)")->check(CLI::Range(5, 1000));
   CLI11_PARSE(app, argc, argv);
-  const absl::Status s = twinspan::gpu::Main(json, sections, bits, reps);
+  const absl::Status s = twinspan::gpu::Main(json, sections, bits, reps, tunings);
   if (!s.ok()) {
     std::fprintf(stderr, "twinspan_gpu_bench: %s\n", s.ToString().c_str());
     return 1;

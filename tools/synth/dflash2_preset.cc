@@ -151,7 +151,8 @@ absl::StatusOr<CheckpointSpec> DFlash2Checkpoint(const DFlash2Shape& s, int line
   const int64_t h = s.hidden, taps = static_cast<int64_t>(s.target_layer_ids.size());
   const int64_t conv_rows = 2 * s.conv_kernel * (h / s.conv_group);  // [side, tap, group]
   Tensors t(linear_bits);
-  if (absl::Status st = t.Linear("fc", h, taps * h); !st.ok()) return st;
+  // fc stays bf16 at 4 bits too: the target may fuse the taps with it (see drafter_weights.h).
+  t.Plain("fc.weight", {h, taps * h}, -kLinearRange, kLinearRange);
   t.Plain("hidden_norm.weight", {h}, 0.9f, 1.1f);
   for (int64_t i = 0; i < s.layers; ++i) {
     const std::string p = absl::StrFormat("layers.%d.", i);

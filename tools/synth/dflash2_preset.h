@@ -38,8 +38,8 @@ DFlash2Shape Qwen38_27BDFlash2();
 DFlash2Shape Qwen38TinyDFlash2();
 
 // `linear_bits` 16 writes bf16 `.weight` linears; 4 writes `.q4_codes` / `.q4_scales` /
-// `.q4_offsets` instead (codebooks and norms stay bf16). InvalidArgument for other bits, or a Q4
-// linear whose in_features is not a multiple of 128.
+// `.q4_offsets` instead for every linear but fc (codebooks, norms and fc stay bf16).
+// InvalidArgument for other bits, or a Q4 linear whose in_features is not a multiple of 128.
 absl::StatusOr<CheckpointSpec> DFlash2Checkpoint(const DFlash2Shape& shape, int linear_bits);
 
 }  // namespace twinspan::synth

@@ -132,12 +132,12 @@ TEST(DrafterLinearTest, Exl3LinearsAreNotRequantized) {
   EXPECT_NE(q4.status().message().find(prefix), std::string::npos) << q4.status();
 }
 
-TEST(DrafterLinearTest, ModelOpensWithEveryLinearAtFourBits) {
+TEST(DrafterLinearTest, ModelOpensWithEveryLinearButFcAtFourBits) {
   auto model = DrafterModel::Open(testing::GoldenPath("dflash2_drafter_tiny/model"),
                                   {.linear_bits = LinearBits::kQ4});
   ASSERT_TRUE(model.ok()) << model.status();
   const DrafterWeights& w = (*model)->weights();
-  EXPECT_TRUE(w.fc.is_q4());
+  EXPECT_FALSE(w.fc.is_q4());  // As stored: the target may fuse taps with it.
   for (const DrafterLayerWeights& layer : w.layers) {
     for (const cpu::LinearWeight* l :
          {&layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.o_proj, &layer.gate_proj,

@@ -1,0 +1,52 @@
+// Host side of the span head: each span's view becomes one output range of a single launch.
+#include "absl/strings/str_format.h"
+#include "kernels/cuda/exl3_linear_run.cuh"
+#include "kernels/cuda/exl3_span_linear.cuh"
+
+namespace twinspan::cuda {
+namespace {
+
+// The spans as output ranges side by side; InvalidArgument for a bad count or span.
+absl::Status ToOutputs(const Exl3DeviceSpan* spans, int count, exl3_run::Output* outs,
+                       int64_t* packed_size) {
+  if (!spans || count < 1 || count > kMaxExl3Spans)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("Exl3SpanLinear: %d spans, need 1..%d", count, kMaxExl3Spans));
+  int64_t col = 0;
+  for (int i = 0; i < count; ++i) {
+    const Exl3DeviceSpan& s = spans[i];
+    if (s.drop_front < 0 || s.size < 1 || s.drop_front + s.size > s.view.n)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("Exl3SpanLinear: span %d keeps columns [%d, %d) of a %d-column view", i,
+                          s.drop_front, s.drop_front + s.size, s.view.n));
+    outs[i] = {&s.view, s.drop_front, s.drop_front + s.size, col};
+    col += s.size;
+  }
+  *packed_size = col;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+size_t Exl3SpanLinearWorkspaceBytes(const Exl3DeviceSpan* spans, int count, int64_t rows) {
+  exl3_run::Output outs[kMaxExl3Spans];
+  int64_t packed = 0;
+  if (!ToOutputs(spans, count, outs, &packed).ok()) return 0;
+  return exl3_run::WorkspaceBytes(outs, count, rows);
+}
+
+absl::Status Exl3SpanLinear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
+                            const Exl3DeviceSpan* spans, int count, float* packed,
+                            int64_t packed_stride) {
+  exl3_run::Output outs[kMaxExl3Spans];
+  int64_t packed_size = 0;
+  if (absl::Status s = ToOutputs(spans, count, outs, &packed_size); !s.ok()) return s;
+  if (packed_stride < packed_size)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("Exl3SpanLinear: packed_stride=%d is below the %d packed logits",
+                        packed_stride, packed_size));
+  return exl3_run::Run("Exl3SpanLinear", ctx, x, x_stride, rows, outs, count, packed,
+                       packed_stride);
+}
+
+}  // namespace twinspan::cuda
