@@ -6,7 +6,7 @@
 // 2 and 4 streams, repeat == first; token ids compared, not text.
 //
 // The drafter tries the same device first and falls back to the CPU when it refuses to start
-// there (the CUDA backend lacks the DFlash2 drafter's ops until the cudagdn work lands); the
+// there (at this commit the CUDA backend does not forward the DFlash2 drafter's SelectorWalk); the
 // test prints which device each process used.
 //
 // Environment: TWINSPAN_SERVICE_BIN_DIR, the folder holding twinspan-target, twinspan-drafter,

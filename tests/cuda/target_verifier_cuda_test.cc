@@ -4,7 +4,8 @@
 // GPU by TapFuser equal DrafterModel::FuseTaps of the downloaded raw rows within 1e-5 (rel_fro;
 // the GPU's Linear and RmsNorm sum in another order than the CPU's); and through the lane engine
 // with a drafter that knows the plain output, drafted == plain and concurrent == solo for 1, 2
-// and 4 streams on the GPU. Random tiny qwen3 targets (the qwen3_5 ops are not on CUDA yet).
+// and 4 streams on the GPU. Random tiny targets of both families (qwen3, and qwen3_5 with its
+// Gated DeltaNet layers).
 #include <cstring>
 #include <map>
 #include <memory>
@@ -25,6 +26,7 @@
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/golden/drafter/random_drafter.h"
 #include "tests/unit/target_random_model.h"
+#include "tests/unit/target_random_qwen35.h"
 
 namespace twinspan::serving {
 namespace {
@@ -105,7 +107,9 @@ class Sink : public engine::StreamSink {
   absl::StatusOr<engine::StreamSummary> result_ = absl::UnknownError("unfinished");
 };
 
-class TargetVerifierCudaTest : public ::testing::Test {
+enum class Family { kQwen3, kQwen35 };
+
+class TargetVerifierCudaTest : public ::testing::TestWithParam<Family> {
  protected:
   void SetUp() override {
     auto backend = cuda::NewCudaBackend({});
@@ -114,7 +118,15 @@ class TargetVerifierCudaTest : public ::testing::Test {
     target::TargetOptions options;
     options.backend = backend_.get();
     options.context = 256;
-    model_ = target::testing::RandomQwen3Model(options, 71);
+    if (GetParam() == Family::kQwen3) {
+      model_ = target::testing::RandomQwen3Model(options, 71);
+    } else {
+      const target::TargetConfig config = target::testing::TinyQwen35Config();
+      auto model = target::Qwen35Model::Create(
+          config, target::testing::RandomQwen35Weights(config, 72), options);
+      ASSERT_TRUE(model.ok()) << model.status();
+      model_ = std::move(*model);
+    }
     ASSERT_NE(model_, nullptr);
     const target::TargetConfig& c = model_->config();
     info_.model_name = "random";
@@ -182,7 +194,7 @@ class TargetVerifierCudaTest : public ::testing::Test {
   std::unique_ptr<engine::TokenSampler> sampler_ = MakeKeyedTokenSampler();
 };
 
-TEST_F(TargetVerifierCudaTest, DeviceDrawsEqualTheHostSamplersOverTheSameLogits) {
+TEST_P(TargetVerifierCudaTest, DeviceDrawsEqualTheHostSamplersOverTheSameLogits) {
   TargetVerifierOptions options;
   options.prefill_chunk_rows = 5;
   options.sampler = device_sampler_.get();
@@ -232,9 +244,10 @@ TEST_F(TargetVerifierCudaTest, DeviceDrawsEqualTheHostSamplersOverTheSameLogits)
   EXPECT_CUDA_CLEAN();
 }
 
-TEST_F(TargetVerifierCudaTest, TapsFusedOnTheGpuAreTheDraftersFuseTaps) {
-  const std::string dir = testing::WriteRandomDrafter("verifier_cuda_fuser", false, 23,
-                                                      info_.hidden_size, info_.vocab_size, taps_);
+TEST_P(TargetVerifierCudaTest, TapsFusedOnTheGpuAreTheDraftersFuseTaps) {
+  const std::string dir = testing::WriteRandomDrafter(
+      GetParam() == Family::kQwen3 ? "verifier_cuda_fuser_qwen3" : "verifier_cuda_fuser_qwen35",
+      false, 23, info_.hidden_size, info_.vocab_size, taps_);
   auto fuser = engine::TapFuser::Open(dir, backend_.get());
   ASSERT_TRUE(fuser.ok()) << fuser.status();
   auto drafter = drafter::DrafterModel::Open(dir, {});  // On the CPU: the reference.
@@ -270,7 +283,7 @@ TEST_F(TargetVerifierCudaTest, TapsFusedOnTheGpuAreTheDraftersFuseTaps) {
   EXPECT_CUDA_CLEAN();
 }
 
-TEST_F(TargetVerifierCudaTest, DraftedEqualsPlainAndConcurrentEqualsSoloOnTheGpu) {
+TEST_P(TargetVerifierCudaTest, DraftedEqualsPlainAndConcurrentEqualsSoloOnTheGpu) {
   TargetVerifierOptions options;
   options.prefill_chunk_rows = 5;
   options.sampler = device_sampler_.get();
@@ -310,6 +323,9 @@ TEST_F(TargetVerifierCudaTest, DraftedEqualsPlainAndConcurrentEqualsSoloOnTheGpu
   }
   EXPECT_CUDA_CLEAN();
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, TargetVerifierCudaTest,
+                         ::testing::Values(Family::kQwen3, Family::kQwen35));
 
 }  // namespace
 }  // namespace twinspan::serving

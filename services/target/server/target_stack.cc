@@ -25,12 +25,13 @@ struct TargetStack::Parts {
   std::unique_ptr<device::LogitsSampler> logits_sampler;  // null on the CPU
   std::unique_ptr<target::TargetModel> model;
   std::unique_ptr<TokenizerCodec> codec;
+  // On `backend`; before the channel and the verifier, which point at it.
+  std::unique_ptr<engine::TapFuser> fuser;
   std::unique_ptr<TargetVerifier> verifier;
   std::unique_ptr<engine::TokenSampler> sampler;
   std::unique_ptr<engine::DraftModel> draft_model;
   std::unique_ptr<engine::InProcessDraftChannel> in_process;
   std::unique_ptr<rpc::GrpcDraftChannel> grpc;
-  std::unique_ptr<engine::TapFuser> fuser;  // on `backend`
 };
 
 absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStackOptions& o,
