@@ -35,7 +35,7 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
 // How long before the call's deadline the server ends it itself: the client's own timer would
 // otherwise win the race and report a bare "Deadline Exceeded" that names nothing.
 absl::Duration DeadlineMargin(absl::Duration budget) {
-  return std::clamp(budget / 10, absl::Milliseconds(2), absl::Milliseconds(50));
+  return std::clamp(budget / 5, absl::Milliseconds(2), absl::Milliseconds(250));
 }
 
 // One Generate call: the write queue between the backend (any thread) and gRPC. gRPC methods are
