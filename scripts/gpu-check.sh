@@ -37,6 +37,12 @@ if [ "${1:-}" = bundle ]; then
       n=$(basename "$b")
       if [[ $n =~ $only ]] && ! { [ -n "$skip" ] && [[ $n =~ $skip ]]; }; then echo "$b"; fi
     done)
+  # The services' end-to-end test starts the real binaries: they travel with it.
+  if [[ $bins == *services_cuda_test* ]]; then
+    bins="$bins $(find "$build" -maxdepth 1 -type f -executable \
+      \( -name twinspan-target -o -name twinspan-drafter -o -name twinspan-serve \
+      -o -name make-demo \) 2>/dev/null)"
+  fi
   golden=""
   for b in $bins; do
     case $(basename "$b") in
@@ -81,6 +87,8 @@ out=${OUT:-gpu-out}
 mkdir -p "$out"
 bundle=$root/bundle
 export TWINSPAN_GOLDEN=$root/golden
+case $out in /*) logs=$out/services ;; *) logs=$PWD/$out/services ;; esac
+export TWINSPAN_TEST_LOG_DIR=$logs  # services_cuda_test keeps its processes' logs there
 status=0
 summary=()
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/metrics/serving_metrics.h"
 #include "spdlog/spdlog.h"
 
@@ -25,6 +26,7 @@ struct LaneEngine::Stream {
   std::vector<int64_t> tap_layer_ids;
   std::vector<uint32_t> drafts;  // this round's
   WindowOutput window_out;
+  std::vector<float> kept_taps;  // the committed rows' taps when the model deferred them
   StreamSummary summary;
   bool done = false;
 };
@@ -33,7 +35,56 @@ namespace {
 
 double Seconds(absl::Duration d) { return absl::ToDoubleSeconds(d); }
 
+// Floats per tap row of `out` (raw rows unless the model said otherwise).
+int64_t TapWidth(const WindowOutput& out, size_t n_taps, int hidden) {
+  return out.tap_width > 0 ? out.tap_width : static_cast<int64_t>(n_taps) * hidden;
+}
+
 }  // namespace
+
+std::string LaneEngine::DeadlineMessage(const Stream& s, absl::string_view when) {
+  return absl::StrCat(
+      "request ", s.request.request_id, ": its deadline ",
+      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", s.request.deadline, absl::UTCTimeZone()), " (",
+      absl::FormatDuration(s.request.deadline - s.arrival), " after it arrived) passed ", when,
+      "; ", s.summary.completion_ids.size(), " tokens were streamed");
+}
+
+absl::Status LaneEngine::StopCheck(const Stream& s, absl::string_view when) const {
+  bool aborted = false;
+  {
+    absl::MutexLock lock(&mu_);
+    aborted = stopping_ || aborts_.count(s.request.request_id) > 0;
+  }
+  if (aborted || s.sink->Cancelled()) {
+    return absl::CancelledError(
+        absl::StrCat("request ", s.request.request_id, ": aborted or cancelled ", when));
+  }
+  if (absl::Now() > s.request.deadline) {
+    return absl::DeadlineExceededError(DeadlineMessage(s, when));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint32_t> LaneEngine::RowToken(const WindowOutput& out, int64_t row,
+                                              int64_t logits_row, const SamplingOptions& sampling,
+                                              int64_t position) const {
+  const int vocab = model_->info().vocab_size;
+  if (!out.tokens.empty()) {  // The model drew it where its logits are.
+    if (row >= static_cast<int64_t>(out.tokens.size()) ||
+        out.tokens[row] >= static_cast<uint32_t>(vocab)) {
+      return absl::InternalError(absl::StrCat("verifier: ", out.tokens.size(), " draws for row ",
+                                              row, " or an id past the vocabulary"));
+    }
+    return out.tokens[row];
+  }
+  if (logits_row < 0 || static_cast<int64_t>(out.logits.size()) < (logits_row + 1) * vocab) {
+    return absl::InternalError(
+        absl::StrCat("verifier: ", out.logits.size(), " logits for row ", logits_row));
+  }
+  return sampler_->Sample(absl::MakeConstSpan(out.logits).subspan(logits_row * vocab, vocab),
+                          sampling, position);
+}
 
 absl::StatusOr<std::unique_ptr<LaneEngine>> LaneEngine::Start(const EngineOptions& options,
                                                               const VerifierModel* model,
@@ -236,21 +287,32 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
   }
   const absl::Time prefill_start = absl::Now();
   WindowOutput out;
-  absl::Status status = s.sequence->Prefill(s.request.prompt_ids, s.tap_layer_ids, &out);
-  if (!status.ok()) return Fail(s, status);
+  PrefillControl control;
+  control.sampling = &s.request.sampling;
+  bool stopped = false;  // by the check below, not by the model
+  control.keep_going = [this, &s, &stopped]() {
+    absl::Status go = StopCheck(s, "during its prefill");
+    stopped = !go.ok();
+    return go;
+  };
+  absl::Status status = s.sequence->Prefill(s.request.prompt_ids, s.tap_layer_ids, control, &out);
+  if (!status.ok()) {
+    spdlog::info("[{}] prefill stopped: {}", s.request.request_id, status.ToString());
+    return stopped && absl::IsCancelled(status) ? Finish(s, FinishReason::kAborted)
+                                                : Fail(s, status);
+  }
   s.summary.prefill_seconds = Seconds(absl::Now() - prefill_start);
   const int vocab = model_->info().vocab_size;
   const int64_t position = static_cast<int64_t>(s.request.prompt_ids.size());
-  absl::StatusOr<uint32_t> first =
-      sampler_->Sample(absl::MakeConstSpan(out.logits).subspan(out.logits.size() - vocab, vocab),
-                       s.request.sampling, position);
+  absl::StatusOr<uint32_t> first = RowToken(
+      out, 0, static_cast<int64_t>(out.logits.size()) / vocab - 1, s.request.sampling, position);
   if (!first.ok()) return Fail(s, first.status());
   s.pending = *first;
   if (Emit(s, {*first})) return;
   if (s.drafting) {
-    const int64_t width = static_cast<int64_t>(s.tap_layer_ids.size()) * model_->info().hidden_size;
+    const int64_t width = TapWidth(out, s.tap_layer_ids.size(), model_->info().hidden_size);
     DraftOpen open{s.id, s.request.request_id, s.request.prompt_ids,
-                   TapRows{out.rows, width, out.taps}, s.pending};
+                   TapRows{out.rows, width, out.taps, out.taps_fused}, s.pending};
     absl::Status sent = channel_->Open(open);
     if (!sent.ok()) {
       spdlog::warn("[{}] drafter open failed, decoding without drafts: {}", s.request.request_id,
@@ -345,7 +407,7 @@ void LaneEngine::RunRound() {
   const VerifierInfo& info = model_->info();
   const int vocab = info.vocab_size;
   const absl::Time now = absl::Now();
-  // Cancellation, aborts and deadlines are checked between rounds only.
+  // Cancellation, aborts and deadlines are checked between rounds (and prefill chunks).
   std::vector<Stream*> aborted;
   {
     absl::MutexLock lock(&mu_);
@@ -359,13 +421,11 @@ void LaneEngine::RunRound() {
     if (s->sink->Cancelled()) {
       Finish(*s, FinishReason::kAborted);
     } else if (now > s->request.deadline) {
-      Fail(*s, absl::DeadlineExceededError(
-                   absl::StrCat("request ", s->request.request_id, ": deadline passed after ",
-                                s->summary.completion_ids.size(), " tokens")));
+      Fail(*s, absl::DeadlineExceededError(DeadlineMessage(*s, "between rounds")));
     }
   }
 
-  // 1. Proposals: one deadline for all streams of the round.
+  // 1. Proposals: one deadline for all streams of the round, cut short by a request's own.
   const absl::Time draft_start = absl::Now();
   const absl::Time draft_deadline = draft_start + options_.draft_timeout;
   for (auto& sp : live_) {
@@ -378,8 +438,14 @@ void LaneEngine::RunRound() {
       if (metrics_ != nullptr) metrics_->RecordDraftFallback(s.summary.head_variant);
       continue;
     }
+    const bool request_first = s.request.deadline < draft_deadline;
     absl::StatusOr<std::vector<uint32_t>> drafts =
-        channel_->Await(s.id, s.round + 1, draft_deadline);
+        channel_->Await(s.id, s.round + 1, request_first ? s.request.deadline : draft_deadline);
+    if (request_first && absl::IsDeadlineExceeded(drafts.status())) {
+      // The request ran out, not the drafter: no fallback, and no verify it could not emit.
+      Fail(s, absl::DeadlineExceededError(DeadlineMessage(s, "while it waited for proposals")));
+      continue;
+    }
     if (drafts.ok()) {
       s.drafts = *std::move(drafts);
       for (uint32_t d : s.drafts) {
@@ -420,7 +486,8 @@ void LaneEngine::RunRound() {
   std::vector<VerifyJob> jobs(verifying.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     Stream& s = *verifying[i];
-    jobs[i] = VerifyJob{s.sequence.get(), windows[i], s.tap_layer_ids, &s.window_out, {}};
+    jobs[i] = VerifyJob{s.sequence.get(), windows[i], s.tap_layer_ids,
+                        &s.window_out,    {},         &s.request.sampling};
   }
   if (!jobs.empty()) model_->VerifyBatch(absl::MakeSpan(jobs));
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -441,9 +508,8 @@ void LaneEngine::RunRound() {
     const int k = static_cast<int>(s.drafts.size());
     std::vector<uint32_t> emitted;
     for (int row = 0; row <= k; ++row) {
-      absl::StatusOr<uint32_t> token = sampler_->Sample(
-          absl::MakeConstSpan(s.window_out.logits).subspan(static_cast<size_t>(row) * vocab, vocab),
-          s.request.sampling, length + row + 1);
+      absl::StatusOr<uint32_t> token =
+          RowToken(s.window_out, row, row, s.request.sampling, length + row + 1);
       if (!token.ok()) {
         Fail(s, token.status());
         break;
@@ -480,13 +546,23 @@ void LaneEngine::RunRound() {
     std::vector<uint32_t> kept_ids;
     kept_ids.push_back(old_pending);
     kept_ids.insert(kept_ids.end(), s.drafts.begin(), s.drafts.begin() + accepted);
-    const int64_t width = static_cast<int64_t>(s.tap_layer_ids.size()) * info.hidden_size;
+    const WindowOutput& out = s.window_out;
+    const int64_t width = TapWidth(out, s.tap_layer_ids.size(), info.hidden_size);
+    absl::Span<const float> kept = absl::MakeConstSpan(out.taps);
+    if (out.taps_deferred) {  // Only the kept rows leave the model's device.
+      absl::Status read = s.sequence->ReadTaps(accepted + 1, &s.kept_taps);
+      if (!read.ok()) {
+        Fail(s, read);
+        continue;
+      }
+      kept = s.kept_taps;
+    }
     const absl::Time rpc_start = absl::Now();
-    DraftCommit commit{s.id, s.round, kept_ids,
-                       TapRows{accepted + 1, width,
-                               absl::MakeConstSpan(s.window_out.taps)
-                                   .subspan(0, static_cast<size_t>((accepted + 1) * width))},
-                       s.pending};
+    DraftCommit commit{
+        s.id, s.round, kept_ids,
+        TapRows{accepted + 1, width, kept.subspan(0, static_cast<size_t>((accepted + 1) * width)),
+                out.taps_fused},
+        s.pending};
     absl::Status sent = channel_->Commit(commit);
     rpc_seconds += Seconds(absl::Now() - rpc_start);
     if (!sent.ok()) {

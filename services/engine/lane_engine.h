@@ -3,7 +3,8 @@
 // call (one forward on the target), samples every row with the keyed sampler, accepts drafts up
 // to the first mismatch plus one token, commits, and sends the drafter the kept rows' taps. Streams
 // are admitted between rounds. A drafter that fails or misses the deadline only costs drafts: the
-// tokens are those of plain decoding.
+// tokens are those of plain decoding. Aborts, cancels and request deadlines are checked between
+// rounds and between prefill chunks, and cut a round's wait for proposals short.
 #ifndef TWINSPAN_SERVICES_ENGINE_LANE_ENGINE_H_
 #define TWINSPAN_SERVICES_ENGINE_LANE_ENGINE_H_
 
@@ -18,6 +19,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "services/engine/draft_channel.h"
@@ -92,6 +94,14 @@ class LaneEngine {
   // Committed positions of the live streams over the positions their caches hold (each stream's
   // sequence holds info().max_context); 0 without live streams.
   double KvCacheUsage() const;
+  // Why `stream` must stop now (`when` says where it is): Cancelled for an abort, a cancel or
+  // the engine stopping; DeadlineExceeded naming the deadline; OK to go on.
+  absl::Status StopCheck(const Stream& stream, absl::string_view when) const;
+  static std::string DeadlineMessage(const Stream& stream, absl::string_view when);
+  // Row `row`'s token: the model's own draw when it made one, else the sampler's over logits row
+  // `logits_row`.
+  absl::StatusOr<uint32_t> RowToken(const WindowOutput& out, int64_t row, int64_t logits_row,
+                                    const SamplingOptions& sampling, int64_t position) const;
 
   const EngineOptions options_;
   const VerifierModel* model_;

@@ -1,42 +1,62 @@
 #include "services/engine/tap_fuser.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/safetensors/checkpoint.h"
 #include "common/safetensors/tensor_view.h"
 #include "common/status.h"
-#include "kernels/cpu/rms_norm.h"
 #include "services/drafter/drafter_config.h"
 #include "services/engine/checkpoint_fingerprint.h"
-#include "services/target/weight_loader.h"
 
 namespace twinspan::engine {
+namespace {
+
+constexpr size_t kFloat = sizeof(float);
+constexpr int64_t kHostChunkRows = 256;  // rows staged per host Fuse step
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<TapFuser>> TapFuser::Open(const std::string& drafter_dir,
-                                                         cpu::ThreadPool* pool) {
+                                                         backend::Backend* backend,
+                                                         drafter::LinearBits bits) {
+  if (backend == nullptr) return absl::InvalidArgumentError("TapFuser: a backend is required");
   ABSL_ASSIGN_OR_RETURN(drafter::DrafterConfig config, drafter::LoadDrafterConfig(drafter_dir));
-  ABSL_ASSIGN_OR_RETURN(const std::unique_ptr<Checkpoint> checkpoint,
-                        Checkpoint::Open(drafter_dir));
+  ABSL_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(drafter_dir));
   auto fuser = std::unique_ptr<TapFuser>(new TapFuser());
-  fuser->ctx_ = cpu::Context{.pool = pool};
+  fuser->backend_ = backend;
   fuser->hidden_ = config.hidden_size;
   fuser->raw_width_ = config.num_taps() * config.hidden_size;
   fuser->eps_ = config.rms_norm_eps;
   fuser->layer_ids_ = config.target_layer_ids;
-  // The same loaders DrafterWeights uses, for the two tensors the fused form needs.
-  ABSL_ASSIGN_OR_RETURN(fuser->fc_,
-                        target::LoadLinear(*checkpoint, "fc", fuser->hidden_, fuser->raw_width_));
+  // The loader DrafterWeights uses, for the two tensors the fused form needs.
+  ABSL_ASSIGN_OR_RETURN(
+      fuser->fc_host_,
+      drafter::LoadDrafterLinear(*checkpoint, "fc", fuser->hidden_, fuser->raw_width_, bits));
   ABSL_ASSIGN_OR_RETURN(const TensorView norm, checkpoint->Get("hidden_norm.weight"));
   if (norm.shape != std::vector<int64_t>{fuser->hidden_}) {
     return absl::InvalidArgumentError(
         absl::StrCat(drafter_dir, ": tensor hidden_norm.weight has shape [",
                      absl::StrJoin(norm.shape, ", "), "], expected [", fuser->hidden_, "]"));
   }
-  ABSL_ASSIGN_OR_RETURN(fuser->hidden_norm_, ToFloat(norm));
+  ABSL_ASSIGN_OR_RETURN(const std::vector<float> norm_values, ToFloat(norm));
+  ABSL_ASSIGN_OR_RETURN(fuser->fc_, backend->UploadLinear(fuser->fc_host_));
+  ABSL_ASSIGN_OR_RETURN(fuser->hidden_norm_, backend->UploadFloats(norm_values));
   ABSL_ASSIGN_OR_RETURN(fuser->fingerprint_, CheckpointFingerprint(drafter_dir));
+  fuser->checkpoint_ = std::move(checkpoint);
   return fuser;
+}
+
+absl::Status TapFuser::FuseOnBackend(const float* raw, int64_t rows, float* fused) const {
+  if (rows < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("TapFuser: rows = ", rows, " is negative"));
+  }
+  if (rows == 0) return absl::OkStatus();
+  // Exactly DrafterModel::FuseTaps: fc, then hidden_norm in place.
+  ABSL_RETURN_IF_ERROR(backend_->Linear(raw, raw_width_, rows, *fc_, fused, hidden_));
+  return backend_->RmsNorm(fused, hidden_, rows, hidden_, hidden_norm_->floats(), eps_, fused,
+                           hidden_);
 }
 
 absl::Status TapFuser::Fuse(const float* raw, int64_t rows, float* fused) const {
@@ -44,9 +64,19 @@ absl::Status TapFuser::Fuse(const float* raw, int64_t rows, float* fused) const 
     return absl::InvalidArgumentError(absl::StrCat("TapFuser: rows = ", rows, " is negative"));
   }
   if (rows == 0) return absl::OkStatus();
-  // Exactly DrafterModel::FuseTaps: fc, then hidden_norm in place.
-  ABSL_RETURN_IF_ERROR(cpu::Linear(ctx_, raw, rows, fc_, fused));
-  return cpu::RmsNorm(ctx_, fused, rows, hidden_, hidden_norm_.data(), eps_, fused);
+  absl::MutexLock lock(&host_mu_);
+  const int64_t chunk = std::min(rows, kHostChunkRows);
+  ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> in,
+                        backend_->AllocateFloats(chunk * raw_width_));
+  ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> out,
+                        backend_->AllocateFloats(chunk * hidden_));
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t n = std::min(chunk, rows - r0);
+    ABSL_RETURN_IF_ERROR(backend_->Upload(*in, 0, raw + r0 * raw_width_, n * raw_width_ * kFloat));
+    ABSL_RETURN_IF_ERROR(FuseOnBackend(in->floats(), n, out->floats()));
+    ABSL_RETURN_IF_ERROR(backend_->Download(fused + r0 * hidden_, *out, 0, n * hidden_ * kFloat));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace twinspan::engine

@@ -1,7 +1,9 @@
-// The target-side half of fused taps: loads only `fc.weight` and `hidden_norm.weight` (and
-// config.json) of a DFlash / DFlash2 drafter checkpoint and applies them with the same CPU ops, in
-// the same order, as drafter::DrafterModel::FuseTaps, so the drafter's context is bit for bit the
-// one it would have built from raw rows.
+// The target-side half of fused taps: loads only `fc` and `hidden_norm.weight` (and config.json)
+// of a DFlash / DFlash2 drafter checkpoint, uploads them to the target's backend and applies them
+// there with the backend ops, in the order, of drafter::DrafterModel::FuseTaps (Linear, then
+// RmsNorm in place). On the CPU backend the drafter's context is therefore bit for bit the one it
+// would have built from raw rows; on a GPU the target fuses where its taps are and sends the fused
+// rows (10 KB a row for the 27B instead of 51 KB raw bf16).
 #ifndef TWINSPAN_SERVICES_ENGINE_TAP_FUSER_H_
 #define TWINSPAN_SERVICES_ENGINE_TAP_FUSER_H_
 
@@ -9,20 +11,30 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "kernels/cpu/context.h"
+#include "absl/synchronization/mutex.h"
+#include "common/safetensors/checkpoint.h"
+#include "kernels/backend/backend.h"
 #include "kernels/cpu/linear.h"
+#include "services/drafter/drafter_linear.h"
 #include "services/engine/tap_fusion.h"
 
 namespace twinspan::engine {
 
+// Immutable after Open. Every method issues ops on the backend, so it REQUIRES that nothing else
+// issues ops on it meanwhile (the target's verifier calls it under its own lock); host Fuse calls
+// are serialized among themselves.
 class TapFuser : public TapFusion {
  public:
-  // `pool` (may be null) runs the ops and must outlive the fuser. Errors: those of the drafter
-  // config loader and of the checkpoint (naming file and tensor: fc.weight must be
-  // [hidden, n_taps * hidden], hidden_norm.weight [hidden]), and of CheckpointFingerprint.
-  static absl::StatusOr<std::unique_ptr<TapFuser>> Open(const std::string& drafter_dir,
-                                                        cpu::ThreadPool* pool);
+  // `backend` (not owned, must outlive the fuser) receives the two weights. `bits` must be what
+  // the drafter loads its linears as (--drafter-bits), or fused rows differ from its own. Errors:
+  // those of the drafter config loader and of the checkpoint (naming file and tensor: fc must be
+  // [hidden, n_taps * hidden], hidden_norm.weight [hidden]), CheckpointFingerprint's, and the
+  // backend's upload errors.
+  static absl::StatusOr<std::unique_ptr<TapFuser>> Open(
+      const std::string& drafter_dir, backend::Backend* backend,
+      drafter::LinearBits bits = drafter::LinearBits::kAsStored);
   TapFuser(const TapFuser&) = delete;
   TapFuser& operator=(const TapFuser&) = delete;
 
@@ -30,18 +42,28 @@ class TapFuser : public TapFusion {
   const std::vector<int64_t>& target_layer_ids() const override { return layer_ids_; }
   int64_t raw_width() const override { return raw_width_; }
   int64_t fused_width() const override { return hidden_; }
+  backend::Backend& backend() const { return *backend_; }
+
+  // fused[rows, fused_width] = hidden_norm(fc(raw[rows, raw_width])), both in the backend's memory
+  // (rows contiguous), issued on the backend. InvalidArgument for rows < 0; the ops' errors.
+  absl::Status FuseOnBackend(const float* raw, int64_t rows, float* fused) const;
+  // The same for host rows: uploaded, fused and downloaded in chunks (tests and tools).
   absl::Status Fuse(const float* raw, int64_t rows, float* fused) const override;
 
  private:
   TapFuser() = default;
-  cpu::Context ctx_;
-  cpu::LinearWeight fc_;
-  std::vector<float> hidden_norm_;
+
+  backend::Backend* backend_ = nullptr;
+  std::unique_ptr<const Checkpoint> checkpoint_;  // what a CPU backend's weights may point into
+  cpu::LinearWeight fc_host_;
+  std::unique_ptr<backend::LinearHandle> fc_;
+  std::unique_ptr<backend::Buffer> hidden_norm_;
   float eps_ = 0;
   int64_t hidden_ = 0;
   int64_t raw_width_ = 0;
   std::vector<int64_t> layer_ids_;
   std::string fingerprint_;
+  mutable absl::Mutex host_mu_;  // one host Fuse at a time: its staging buffers are per call
 };
 
 }  // namespace twinspan::engine

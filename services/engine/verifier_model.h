@@ -1,10 +1,12 @@
 // What the lane engine needs from a target model: per-stream sequences that run a window of rows
-// and commit a kept prefix, plus a row sampler. TargetVerifier adapts target::TargetModel to it;
-// tests use small deterministic models.
+// and commit a kept prefix, plus a row sampler. TargetVerifier adapts target::TargetModel to it
+// (and on a GPU samples the rows and keeps the taps where the logits are); tests use small
+// deterministic models.
 #ifndef TWINSPAN_SERVICES_ENGINE_VERIFIER_MODEL_H_
 #define TWINSPAN_SERVICES_ENGINE_VERIFIER_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,13 +25,42 @@ struct VerifierInfo {
   std::vector<uint32_t> eos_ids;
   int hidden_size = 0;  // floats per tap layer per row
   std::string checkpoint_fingerprint;
+  std::string backend = "cpu";  // where the model runs: Backend::name(), "cpu" or "cuda:N"
 };
 
-// Rows of one forward: logits for every row and the taps of every row.
+struct SamplingOptions {
+  float temperature = 0.0f;  // 0: greedy
+  int top_k = 0;
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  uint64_t seed = 0;
+};
+
+// Rows of one forward: logits (or the model's own draws) for every row and the taps of every row.
 struct WindowOutput {
   int64_t rows = 0;
-  std::vector<float> logits;  // [rows, vocab]
-  std::vector<float> taps;    // [rows, tap_layer_ids.size() * hidden]; empty without taps
+  // [rows, vocab] (Prefill: the last row's); may be empty when `tokens` holds the draws.
+  std::vector<float> logits;
+  // The model's own keyed draws, one per logits row, when it was given the sampling options and
+  // samples where its logits are (a GPU); empty otherwise, and the engine samples `logits`.
+  std::vector<uint32_t> tokens;
+  // [rows, tap_width] row-major; empty without taps, or when taps_deferred.
+  std::vector<float> taps;
+  // Floats per tap row; 0 means raw rows of tap_layer_ids.size() * VerifierInfo::hidden_size.
+  int64_t tap_width = 0;
+  bool taps_fused = false;  // rows are the drafter's hidden_norm(fc(raw)) (DraftModel's TapRows)
+  // The tap rows stay with the sequence (on its device) until ReadTaps asks for a prefix.
+  bool taps_deferred = false;
+};
+
+// How a Prefill may stop early and what it may sample itself.
+struct PrefillControl {
+  // Asked between prefill chunks: a non-OK status stops the prefill and is its result (an abort,
+  // a cancel, a passed deadline). Null: never stops.
+  std::function<absl::Status()> keep_going;
+  // The request's sampling; a model that samples on its device draws the first token (position
+  // prompt.size()) into WindowOutput::tokens. Null: logits only.
+  const SamplingOptions* sampling = nullptr;
 };
 
 // One stream's model state. Not thread-safe: one call at a time.
@@ -38,15 +69,25 @@ class VerifierSequence {
   virtual ~VerifierSequence() = default;
   // Positions committed so far.
   virtual int64_t length() const = 0;
-  // Prefills `prompt` (committed) and returns the last row's logits and every row's taps.
-  // Errors: InvalidArgument (empty, id outside the vocabulary), ResourceExhausted (context).
+  // Prefills `prompt` (committed) and returns the last row's logits (or draw) and every row's taps
+  // (never deferred). Errors: InvalidArgument (empty, id outside the vocabulary),
+  // ResourceExhausted (context), or control.keep_going's status (the sequence is then unusable).
   virtual absl::Status Prefill(absl::Span<const uint32_t> prompt,
-                               const std::vector<int64_t>& tap_layer_ids, WindowOutput* out) = 0;
+                               const std::vector<int64_t>& tap_layer_ids,
+                               const PrefillControl& control, WindowOutput* out) = 0;
   // Runs `window` after the committed rows; nothing is kept until Commit.
   virtual absl::Status Verify(absl::Span<const uint32_t> window,
                               const std::vector<int64_t>& tap_layer_ids, WindowOutput* out) = 0;
   // Keeps the first n_keep rows of the last Verify. REQUIRES: a Verify is pending.
   virtual absl::Status Commit(int64_t n_keep) = 0;
+  // The first `rows` tap rows of the last Verify ([rows, tap_width] into `out`), which left them
+  // with the sequence (WindowOutput::taps_deferred); valid after its Commit, until the next
+  // Verify. FailedPrecondition when none are held; InvalidArgument for rows outside [0, held].
+  virtual absl::Status ReadTaps(int64_t rows, std::vector<float>* out) {
+    (void)rows;
+    (void)out;
+    return absl::FailedPreconditionError("ReadTaps: this sequence never defers its taps");
+  }
 };
 
 // One stream's window in a batched verify. Pointers and spans are not owned.
@@ -56,6 +97,9 @@ struct VerifyJob {
   absl::Span<const int64_t> tap_layer_ids;
   WindowOutput* out = nullptr;
   absl::Status status;  // Set by VerifyBatch: this job's result.
+  // The stream's sampling; a model that samples on its device draws every row itself (row r is
+  // the token at position sequence->length() + r + 1) into out->tokens. Null: logits only.
+  const SamplingOptions* sampling = nullptr;
 };
 
 // Immutable and thread-safe after construction.
@@ -80,14 +124,6 @@ class VerifierModel {
                                               job.out);
     }
   }
-};
-
-struct SamplingOptions {
-  float temperature = 0.0f;  // 0: greedy
-  int top_k = 0;
-  float top_p = 1.0f;
-  float min_p = 0.0f;
-  uint64_t seed = 0;
 };
 
 // Draws one token from one row of logits. A draw depends only on (logits, options, seed,

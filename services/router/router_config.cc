@@ -4,7 +4,11 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
 namespace twinspan::router {
@@ -14,6 +18,45 @@ using nlohmann::json;
 
 absl::Status Bad(const std::string& source, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(source, ": ", what));
+}
+
+// A launch entry with a "gpu" runs there: CUDA_VISIBLE_DEVICES leaves it the listed devices as
+// cuda:0 .. cuda:n-1, so every --device / --drafter-device it has must name one of those (cpu
+// contradicts the "gpu"), and one without --device gets --device cuda:0.
+absl::Status PlaceOnGpu(const std::string& source, const std::string& pool, LaunchSpec* spec) {
+  if (spec->gpu.empty()) return absl::OkStatus();
+  const std::vector<std::string> gpus = absl::StrSplit(spec->gpu, ',', absl::SkipWhitespace());
+  const int visible = static_cast<int>(gpus.size());
+  const std::string where = absl::StrCat("pool \"", pool, "\": launch \"", spec->name,
+                                         "\" (\"gpu\": \"", spec->gpu, "\")");
+  bool has_device = false;
+  for (size_t i = 0; i < spec->args.size(); ++i) {
+    for (const absl::string_view flag : {"--device", "--drafter-device"}) {
+      const std::string& arg = spec->args[i];
+      std::string value;
+      if (arg == flag && i + 1 < spec->args.size()) {
+        value = spec->args[i + 1];
+      } else if (absl::StartsWith(arg, absl::StrCat(flag, "="))) {
+        value = arg.substr(flag.size() + 1);
+      } else {
+        continue;
+      }
+      has_device = has_device || flag == "--device";
+      absl::string_view number = value;
+      int ordinal = -1;
+      if (!absl::ConsumePrefix(&number, "cuda:") || !absl::SimpleAtoi(number, &ordinal) ||
+          ordinal < 0 || ordinal >= visible) {
+        return Bad(source, absl::StrCat(where, ": ", flag, " ", value, " does not name one of the ",
+                                        visible, " GPUs it sees (cuda:0 .. cuda:", visible - 1,
+                                        "); drop \"gpu\" to run it elsewhere"));
+      }
+    }
+  }
+  if (!has_device) {
+    spec->args.push_back("--device");
+    spec->args.push_back("cuda:0");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -99,6 +142,7 @@ absl::StatusOr<RouterConfig> ParseRouterConfig(const std::string& json_text,
           }
         }
         if (spec.name.empty()) spec.name = spec.binary.substr(spec.binary.find_last_of('/') + 1);
+        if (absl::Status s = PlaceOnGpu(source, pool.variant, &spec); !s.ok()) return s;
         pool.launch.push_back(std::move(spec));
       }
     }

@@ -21,7 +21,10 @@ namespace twinspan::router {
 struct LaunchSpec {
   std::string binary;  // absolute, or looked up beside the router binary
   std::vector<std::string> args;
-  std::string gpu;   // CUDA_VISIBLE_DEVICES for it; empty leaves the variable alone
+  // CUDA_VISIBLE_DEVICES for it; empty leaves the variable alone. With a gpu the worker sees those
+  // devices as cuda:0..: the parser checks its --device / --drafter-device against them and adds
+  // --device cuda:0 when it has none.
+  std::string gpu;
   std::string name;  // for logs; defaults to the binary's file name
 };
 
@@ -43,7 +46,8 @@ struct RouterConfig {
 };
 
 // Parses the JSON text of a config. InvalidArgument naming the field for anything malformed:
-// no pools, a duplicate variant, a weight <= 0, a pool without workers.
+// no pools, a duplicate variant, a weight <= 0, a pool without workers, a launch entry whose
+// --device is not one of the GPUs its "gpu" leaves it.
 absl::StatusOr<RouterConfig> ParseRouterConfig(const std::string& json_text,
                                                const std::string& source);
 // Reads and parses a file. NotFound when it cannot be read.

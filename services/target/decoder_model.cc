@@ -106,11 +106,25 @@ absl::Status DecoderModel::CheckForward(const SequenceState& state,
     }
   }
   ABSL_RETURN_IF_ERROR(state.CheckForward(rows));
-  const size_t logits_bytes = LogitRows(request) * config_.vocab_size * sizeof(float);
+  if (request.logits_out_row < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("logits_out_row %d is negative", request.logits_out_row));
+  }
+  const size_t logits_bytes =
+      (request.logits_out_row + LogitRows(request)) * config_.vocab_size * sizeof(float);
   if (request.logits_out != nullptr && request.logits_out->bytes() < logits_bytes) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "logits_out holds %d bytes; %d logit rows of vocabulary %d need %d",
-        request.logits_out->bytes(), LogitRows(request), config_.vocab_size, logits_bytes));
+        "logits_out holds %d bytes; %d logit rows of vocabulary %d from row %d need %d",
+        request.logits_out->bytes(), LogitRows(request), config_.vocab_size, request.logits_out_row,
+        logits_bytes));
+  }
+  const size_t taps_bytes =
+      rows * request.tap_layer_ids.size() * config_.hidden_size * sizeof(float);
+  if (request.taps_out != nullptr && request.taps_out->bytes() < taps_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("taps_out holds %d bytes; %d rows of %d taps of width %d need %d",
+                        request.taps_out->bytes(), rows, request.tap_layer_ids.size(),
+                        config_.hidden_size, taps_bytes));
   }
   return absl::OkStatus();
 }

@@ -65,9 +65,14 @@ absl::Status BatchOutputs::Build(backend::Backend& backend, const TargetConfig& 
     logit_rows_ += r.logit_rows;
     if (e.request->logits_out == nullptr) r.logits.resize(r.logit_rows * vocab_);
     const int64_t n_taps = static_cast<int64_t>(e.request->tap_layer_ids.size());
-    r.taps.resize(rows * n_taps * hidden_);
-    if (n_taps > 0) {
-      ABSL_ASSIGN_OR_RETURN(e.taps, backend.AllocateFloats(rows * n_taps * hidden_));
+    if (n_taps > 0 && e.request->taps_out != nullptr) {
+      e.tap_rows = e.request->taps_out->floats();
+    } else {
+      r.taps.resize(rows * n_taps * hidden_);
+      if (n_taps > 0) {
+        ABSL_ASSIGN_OR_RETURN(e.taps, backend.AllocateFloats(rows * n_taps * hidden_));
+        e.tap_rows = e.taps->floats();
+      }
     }
     if (e.request->capture_hidden_states) {
       r.embeddings.resize(rows * hidden_);
@@ -105,7 +110,7 @@ absl::Status BatchOutputs::AfterLayer(int64_t layer, const backend::Buffer& h) {
     const std::vector<int64_t>& ids = e.request->tap_layer_ids;
     for (size_t t = 0; t < ids.size(); ++t) {  // Tap t of row r: taps[r, t, :] = h[row r].
       if (ids[t] != layer) continue;
-      ABSL_RETURN_IF_ERROR(backend_->Copy2D(e.taps->floats() + t * hidden_, ids.size() * row_bytes,
+      ABSL_RETURN_IF_ERROR(backend_->Copy2D(e.tap_rows + t * hidden_, ids.size() * row_bytes,
                                             h.floats() + e.segment.first_row * hidden_, row_bytes,
                                             row_bytes, e.segment.rows));
     }
@@ -151,8 +156,9 @@ absl::Status BatchOutputs::Finish() {
     if (r.logit_rows == 0) continue;
     const size_t bytes = r.logit_rows * vocab_ * kFloat;
     if (e.request->logits_out != nullptr) {
-      ABSL_RETURN_IF_ERROR(backend_->Copy(e.request->logits_out->data(),
-                                          logits_->floats() + e.logit_offset * vocab_, bytes));
+      ABSL_RETURN_IF_ERROR(
+          backend_->Copy(e.request->logits_out->floats() + e.request->logits_out_row * vocab_,
+                         logits_->floats() + e.logit_offset * vocab_, bytes));
     } else {
       ABSL_RETURN_IF_ERROR(
           backend_->Download(r.logits.data(), *logits_, e.logit_offset * vocab_ * kFloat, bytes));

@@ -61,7 +61,7 @@ class BatchOutputs {
   absl::Status CaptureFinalNorm(const backend::Buffer& h);
   // Runs the head once over the rows that want logits (all entries together).
   absl::Status Logits(const backend::Buffer& h, const backend::LinearHandle& lm_head);
-  // Downloads taps and logits into the results (or leaves logits in each logits_out).
+  // Downloads taps and logits into the results (or leaves them in each taps_out / logits_out).
   absl::Status Finish();
 
  private:
@@ -71,7 +71,8 @@ class BatchOutputs {
     RowSegment segment;
     int64_t first_logit_row = 0;  // Within the segment.
     int64_t logit_offset = 0;     // Row of the head's output where this entry's logits start.
-    std::unique_ptr<backend::Buffer> taps;  // [rows, taps, hidden]
+    std::unique_ptr<backend::Buffer> taps;  // [rows, taps, hidden], unless the request's taps_out
+    float* tap_rows = nullptr;              // Where the taps go: taps or taps_out.
   };
   absl::Status Capture(const backend::Buffer& h, std::vector<float> ForwardResult::*field,
                        int64_t block);

@@ -22,34 +22,56 @@ absl::Status TargetOptions::Validate() const {
 }
 
 absl::StatusOr<ForwardResult> Prefill(const TargetModel& model, SequenceState& state,
-                                      absl::Span<const int32_t> tokens, int64_t chunk_rows,
-                                      const std::vector<int64_t>& tap_layer_ids) {
+                                      absl::Span<const int32_t> tokens,
+                                      const PrefillOptions& options) {
   if (tokens.empty()) return absl::InvalidArgumentError("Prefill: empty prompt");
-  if (chunk_rows < 1) {
-    return absl::InvalidArgumentError(absl::StrFormat("Prefill: chunk_rows %d", chunk_rows));
+  if (options.chunk_rows < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("Prefill: chunk_rows %d", options.chunk_rows));
+  }
+  if (options.taps_out != nullptr && !options.on_taps) {
+    return absl::InvalidArgumentError("Prefill: taps_out without on_taps");
   }
   const int64_t hidden = model.config().hidden_size;
-  const int64_t n_taps = static_cast<int64_t>(tap_layer_ids.size());
+  const int64_t n_taps = static_cast<int64_t>(options.tap_layer_ids.size());
+  const bool host_taps = options.taps_out == nullptr;
   ForwardResult total;
   total.first_position = state.length();
   total.rows = static_cast<int64_t>(tokens.size());
-  total.taps.reserve(total.rows * n_taps * hidden);
-  for (int64_t begin = 0; begin < total.rows; begin += chunk_rows) {
-    const int64_t end = std::min(total.rows, begin + chunk_rows);
+  if (host_taps) total.taps.reserve(total.rows * n_taps * hidden);
+  for (int64_t begin = 0; begin < total.rows; begin += options.chunk_rows) {
+    if (begin > 0 && options.keep_going) ABSL_RETURN_IF_ERROR(options.keep_going());
+    const int64_t end = std::min(total.rows, begin + options.chunk_rows);
+    const bool last = end == total.rows;
     ForwardRequest request;
     request.tokens = tokens.subspan(begin, end - begin);
-    request.logits = end == total.rows ? LogitsRows::kLast : LogitsRows::kNone;
-    request.tap_layer_ids = tap_layer_ids;
+    request.logits = last ? LogitsRows::kLast : LogitsRows::kNone;
+    request.tap_layer_ids = options.tap_layer_ids;
+    if (last) request.logits_out = options.logits_out;
+    request.taps_out = options.taps_out;
     ForwardResult chunk;
     ABSL_RETURN_IF_ERROR(model.Forward(state, request, &chunk));
     ABSL_RETURN_IF_ERROR(model.Commit(state, end - begin));
-    total.taps.insert(total.taps.end(), chunk.taps.begin(), chunk.taps.end());
-    if (end == total.rows) {
+    if (host_taps) {
+      total.taps.insert(total.taps.end(), chunk.taps.begin(), chunk.taps.end());
+    } else if (n_taps > 0) {
+      ABSL_RETURN_IF_ERROR(options.on_taps(begin, end - begin));
+    }
+    if (last) {
       total.logit_rows = chunk.logit_rows;
       total.logits = std::move(chunk.logits);
     }
   }
   return total;
+}
+
+absl::StatusOr<ForwardResult> Prefill(const TargetModel& model, SequenceState& state,
+                                      absl::Span<const int32_t> tokens, int64_t chunk_rows,
+                                      const std::vector<int64_t>& tap_layer_ids) {
+  PrefillOptions options;
+  options.chunk_rows = chunk_rows;
+  options.tap_layer_ids = tap_layer_ids;
+  return Prefill(model, state, tokens, options);
 }
 
 absl::StatusOr<std::unique_ptr<TargetModel>> OpenTargetModel(const std::string& dir,

@@ -10,6 +10,7 @@
 #define TWINSPAN_SERVICES_TARGET_TARGET_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,9 +60,15 @@ struct ForwardRequest {
   // Also return the embedding, every layer's raw output and the final norm (golden tests, tools).
   bool capture_hidden_states = false;
   // When set, the logits stay in this buffer of the model's backend ([logit_rows, vocab] floats
-  // from its start) and ForwardResult::logits is left empty, so a device-side sampler reads them
-  // where they are. Not owned. InvalidArgument when it is too small.
+  // from row logits_out_row on) and ForwardResult::logits is left empty, so a device-side sampler
+  // reads them where they are. Not owned. InvalidArgument when it is too small.
   backend::Buffer* logits_out = nullptr;
+  int64_t logits_out_row = 0;
+  // When set (and taps are asked for), the taps stay in this buffer of the model's backend
+  // ([rows, tap_layer_ids.size(), hidden] floats from its start) and ForwardResult::taps is left
+  // empty, so only the rows a caller needs leave the device. Not owned. InvalidArgument when it
+  // is too small.
+  backend::Buffer* taps_out = nullptr;
 };
 
 struct ForwardResult {
@@ -70,7 +77,8 @@ struct ForwardResult {
   int64_t logit_rows = 0;            // rows (kAll), 1 (kLast) or 0 (kNone).
   std::vector<float> logits;         // [logit_rows, vocab]; kLast gives the last row's. Empty
                                      // when the request set logits_out.
-  std::vector<float> taps;           // [rows, tap_layer_ids.size(), hidden], row-major.
+  std::vector<float> taps;           // [rows, tap_layer_ids.size(), hidden], row-major. Empty
+                                     // when the request set taps_out.
   std::vector<float> embeddings;     // [rows, hidden] when capture_hidden_states.
   std::vector<float> layer_outputs;  // [num_layers, rows, hidden] when capture_hidden_states.
   std::vector<float> final_norm;     // [rows, hidden] when capture_hidden_states.
@@ -130,9 +138,32 @@ class TargetModel {
   virtual backend::Backend& backend() const = 0;
 };
 
-// Prefills `tokens` in forwards of at most `chunk_rows` rows, committing each. Returns the last
-// row's logits and the taps of every prompt row. Errors as Forward; InvalidArgument for an empty
-// prompt or chunk_rows < 1.
+struct PrefillOptions {
+  int64_t chunk_rows = 256;  // rows per forward
+  std::vector<int64_t> tap_layer_ids;
+  // Asked before every chunk but the first: a non-OK status stops the prefill there and is its
+  // result (the chunks before stay committed), so an abort, a cancel or a passed deadline need
+  // not wait for a long prompt. Runs outside the model's lock. Null: never stops.
+  std::function<absl::Status()> keep_going;
+  // As ForwardRequest::logits_out (from row 0), for the last row's logits.
+  backend::Buffer* logits_out = nullptr;
+  // When set (with taps asked for), each chunk's taps stay in this buffer of the model's backend
+  // ([chunk rows, taps, hidden] floats from its start; chunk_rows rows must fit) and
+  // on_taps(first_row, rows) runs after the chunk, outside the model's lock, before the next chunk
+  // overwrites them; ForwardResult::taps stays empty. REQUIRES: on_taps set with taps_out.
+  backend::Buffer* taps_out = nullptr;
+  std::function<absl::Status(int64_t first_row, int64_t rows)> on_taps;
+};
+
+// Prefills `tokens` in forwards of at most options.chunk_rows rows, committing each. Returns the
+// last row's logits and the taps of every prompt row (or leaves them in the options' buffers).
+// Errors as Forward; InvalidArgument for an empty prompt, chunk_rows < 1 or taps_out without
+// on_taps; keep_going's and on_taps's.
+absl::StatusOr<ForwardResult> Prefill(const TargetModel& model, SequenceState& state,
+                                      absl::Span<const int32_t> tokens,
+                                      const PrefillOptions& options);
+
+// The same with only chunk_rows and tap_layer_ids set: logits and taps on the host.
 absl::StatusOr<ForwardResult> Prefill(const TargetModel& model, SequenceState& state,
                                       absl::Span<const int32_t> tokens, int64_t chunk_rows,
                                       const std::vector<int64_t>& tap_layer_ids);

@@ -1,7 +1,8 @@
 // The exactness contract on the lane engine, in one process: drafted == plain (greedy and sampled),
 // concurrent == solo, repeat == first, and a drafter that dies mid-request changes nothing but
-// speed.
+// speed; and a long prefill, a silent drafter and rounds all stop at the request's deadline.
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -47,7 +48,8 @@ class CollectingSink : public StreamSink {
     result_ = std::move(summary);
     done_ = true;
   }
-  bool Cancelled() const override { return false; }
+  bool Cancelled() const override { return cancelled.load(); }
+  std::atomic<bool> cancelled{false};  // the client went away
 
   absl::StatusOr<StreamSummary> Wait() {
     absl::MutexLock lock(&mu_);
@@ -331,6 +333,150 @@ TEST_F(EngineTest, KvCacheGaugeIsCommittedOverAllocatedPositionsEachRound) {
   }
   EXPECT_EQ(checked, 28);
   EXPECT_EQ(KvCacheUsage(*registry), 0.0);
+}
+
+// The engine's own deadline message: the request, the deadline as a UTC time and where it was.
+std::string DeadlineText(absl::Time deadline) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", deadline, absl::UTCTimeZone());
+}
+
+double FallbackRounds(const prometheus::Registry& registry) {
+  double total = 0;
+  for (const prometheus::MetricFamily& family : registry.Collect()) {
+    if (family.name != "twinspan_spec_decode_fallback_rounds_total") continue;
+    for (const prometheus::ClientMetric& m : family.metric) total += m.counter.value;
+  }
+  return total;
+}
+
+// A long prompt (25 chunks of 40 ms: a second) with a 100 ms deadline ends with
+// DEADLINE_EXCEEDED about when the deadline passes, not after the whole prefill, and the stream
+// is freed at once.
+TEST_F(EngineTest, LongPrefillStopsAtTheDeadlineAndFreesTheStream) {
+  ToyVerifier slow(kVocab, 512, kEos);
+  slow.SetSlowPrefill({/*chunk_rows=*/4, absl::Milliseconds(40)});
+  EngineOptions options;
+  auto engine = LaneEngine::Start(options, &slow, &sampler_, nullptr, nullptr);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EngineRequest r = MakeRequest(0, 0.0f, false);
+  r.prompt_ids.assign(100, 3);
+  const absl::Time start = absl::Now();
+  r.deadline = start + absl::Milliseconds(100);
+  auto sink = std::make_shared<CollectingSink>();
+  ASSERT_TRUE((*engine)->Submit(r, sink).ok());
+  absl::StatusOr<StreamSummary> s = sink->Wait();
+  const absl::Duration took = absl::Now() - start;
+  ASSERT_TRUE(absl::IsDeadlineExceeded(s.status())) << s.status();
+  EXPECT_LT(took, absl::Milliseconds(500)) << "the prefill ran on past its deadline";
+  EXPECT_NE(s.status().message().find(DeadlineText(r.deadline)), std::string::npos) << s.status();
+  EXPECT_NE(s.status().message().find("during its prefill"), std::string::npos) << s.status();
+  EXPECT_NE(s.status().message().find("req-0"), std::string::npos) << s.status();
+  EXPECT_TRUE((*engine)->WaitIdle(absl::Milliseconds(200)));
+  EXPECT_TRUE(sink->seen().empty());
+}
+
+// An Abort and a client that went away stop a long prefill too, as kAborted.
+TEST_F(EngineTest, AbortAndCancelStopALongPrefill) {
+  ToyVerifier slow(kVocab, 512, kEos);
+  slow.SetSlowPrefill({/*chunk_rows=*/4, absl::Milliseconds(40)});
+  EngineOptions options;
+  auto engine = LaneEngine::Start(options, &slow, &sampler_, nullptr, nullptr);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  for (bool cancel : {false, true}) {
+    EngineRequest r = MakeRequest(1, 0.0f, false);
+    r.prompt_ids.assign(100, 5);
+    auto sink = std::make_shared<CollectingSink>();
+    ASSERT_TRUE((*engine)->Submit(r, sink).ok());
+    absl::SleepFor(absl::Milliseconds(100));  // Inside the prefill.
+    const absl::Time stop = absl::Now();
+    if (cancel) {
+      sink->cancelled = true;
+    } else {
+      EXPECT_TRUE((*engine)->Abort(r.request_id));
+    }
+    absl::StatusOr<StreamSummary> s = sink->Wait();
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ(s->finish_reason, FinishReason::kAborted) << "cancel " << cancel;
+    EXPECT_LT(absl::Now() - stop, absl::Milliseconds(300)) << "cancel " << cancel;
+    EXPECT_TRUE(s->completion_ids.empty());
+    EXPECT_TRUE((*engine)->WaitIdle(absl::Milliseconds(200)));
+  }
+}
+
+// A drafter that never answers: the round's wait ends at the request's deadline (100 ms), not at
+// the 5 s draft timeout, with DEADLINE_EXCEEDED naming the deadline, and is no drafter fallback.
+class SilentChannel : public DraftChannel {
+ public:
+  explicit SilentChannel(DrafterInfo info) : info_(std::move(info)) {}
+  bool ready() const override { return true; }
+  DrafterInfo peer() const override { return info_; }
+  uint64_t epoch() const override { return 1; }
+  absl::Status Open(const DraftOpen&) override { return absl::OkStatus(); }
+  absl::Status Commit(const DraftCommit&) override { return absl::OkStatus(); }
+  void Close(uint64_t) override {}
+  absl::StatusOr<std::vector<uint32_t>> Await(uint64_t, uint32_t, absl::Time deadline) override {
+    absl::SleepFor(deadline - absl::Now());
+    return absl::DeadlineExceededError("silent drafter");
+  }
+
+ private:
+  DrafterInfo info_;
+};
+
+TEST_F(EngineTest, ProposalWaitEndsAtTheRequestDeadlineWithoutAFallback) {
+  SilentChannel silent(drafter_.info());
+  auto registry = std::make_shared<prometheus::Registry>();
+  metrics::ServingMetrics metrics(registry, "toy");
+  EngineOptions options;
+  options.draft_timeout = absl::Seconds(5);
+  auto engine = LaneEngine::Start(options, &model_, &sampler_, &silent, &metrics);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EngineRequest r = MakeRequest(2, 0.0f, true);
+  r.ignore_eos = true;
+  const absl::Time start = absl::Now();
+  r.deadline = start + absl::Milliseconds(100);
+  auto sink = std::make_shared<CollectingSink>();
+  ASSERT_TRUE((*engine)->Submit(r, sink).ok());
+  absl::StatusOr<StreamSummary> s = sink->Wait();
+  ASSERT_TRUE(absl::IsDeadlineExceeded(s.status())) << s.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1)) << "waited out the draft timeout";
+  EXPECT_NE(s.status().message().find(DeadlineText(r.deadline)), std::string::npos) << s.status();
+  EXPECT_NE(s.status().message().find("while it waited for proposals"), std::string::npos)
+      << s.status();
+  EXPECT_EQ(sink->seen().size(), 1u);  // The prefill's token.
+  EXPECT_EQ(FallbackRounds(*registry), 0.0);
+  // A request without a deadline on the same silent drafter does count its late rounds.
+  EngineRequest late = MakeRequest(2, 0.0f, true);
+  late.max_tokens = 2;
+  EngineOptions quick;
+  quick.draft_timeout = absl::Milliseconds(20);
+  auto engine2 = LaneEngine::Start(quick, &model_, &sampler_, &silent, &metrics);
+  ASSERT_TRUE(engine2.ok());
+  auto sink2 = std::make_shared<CollectingSink>();
+  ASSERT_TRUE((*engine2)->Submit(late, sink2).ok());
+  absl::StatusOr<StreamSummary> s2 = sink2->Wait();
+  ASSERT_TRUE(s2.ok()) << s2.status();
+  EXPECT_TRUE(s2->draft_degraded);
+  EXPECT_GE(FallbackRounds(*registry), 1.0);
+}
+
+// Between rounds the engine names the deadline too.
+TEST_F(EngineTest, DeadlineBetweenRoundsNamesTheDeadline) {
+  auto engine = Start(1, false);
+  EngineRequest r = MakeRequest(3, 0.0f, false);
+  r.ignore_eos = true;
+  r.max_tokens = 1000;
+  r.deadline = absl::Now() + absl::Milliseconds(50);
+  auto sink = std::make_shared<CollectingSink>();
+  sink->on_round = [](uint32_t round) {
+    if (round == 1) absl::SleepFor(absl::Milliseconds(80));
+  };
+  ASSERT_TRUE(engine->Submit(r, sink).ok());
+  absl::StatusOr<StreamSummary> s = sink->Wait();
+  ASSERT_TRUE(absl::IsDeadlineExceeded(s.status())) << s.status();
+  EXPECT_NE(s.status().message().find(DeadlineText(r.deadline)), std::string::npos) << s.status();
+  EXPECT_NE(s.status().message().find("req-3"), std::string::npos) << s.status();
+  EXPECT_NE(s.status().message().find("2 tokens were streamed"), std::string::npos) << s.status();
 }
 
 TEST(ProposalBoxTest, StaleAndOutOfOrderAnswersAreNeverApplied) {

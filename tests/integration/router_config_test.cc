@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "services/router/router_backend.h"
 
@@ -29,6 +30,42 @@ TEST(RouterConfigTest, ParsesPoolsLaunchesAndDefaults) {
   EXPECT_EQ(c->pools[0].launch[0].gpu, "1");
   EXPECT_EQ(c->pools[0].launch[0].name, "twinspan-target");
   EXPECT_EQ(c->pools[1].weight, 1.0);
+}
+
+// A worker placed on a GPU sees it as cuda:0 (CUDA_VISIBLE_DEVICES): without a --device it gets
+// --device cuda:0, and a --device of another ordinal, or cpu, is refused naming both.
+TEST(RouterConfigTest, PlacementAndDeviceFlagsAgree) {
+  absl::StatusOr<RouterConfig> c = ParseRouterConfig(R"({"pools": [{"variant": "a",
+      "workers": ["x:1"], "launch": [
+        {"binary": "twinspan-drafter", "gpu": "3"},
+        {"binary": "twinspan-target", "gpu": "2,3", "args": ["--device", "cuda:1"]},
+        {"binary": "twinspan-target", "gpu": "1", "args": ["--device=cuda:0",
+                                                           "--drafter-device=cuda:0"]},
+        {"binary": "twinspan-target", "args": ["--device", "cpu"]}]}]})",
+                                                     "placed.json");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<LaunchSpec>& l = c->pools[0].launch;
+  EXPECT_EQ(l[0].args, (std::vector<std::string>{"--device", "cuda:0"}));
+  EXPECT_EQ(l[1].args, (std::vector<std::string>{"--device", "cuda:1"}));
+  EXPECT_EQ(l[2].args, (std::vector<std::string>{"--device=cuda:0", "--drafter-device=cuda:0"}));
+  EXPECT_EQ(l[3].args, (std::vector<std::string>{"--device", "cpu"}));  // No gpu: untouched.
+
+  const std::pair<const char*, const char*> refused[] = {
+      {R"({"binary": "t", "gpu": "1", "args": ["--device", "cuda:1"]})", "--device cuda:1"},
+      {R"({"binary": "t", "gpu": "0", "args": ["--device", "cpu"]})", "--device cpu"},
+      {R"({"binary": "t", "gpu": "0", "args": ["--drafter-device=cuda:2"]})",
+       "--drafter-device cuda:2"},
+      {R"({"binary": "t", "gpu": "0,1", "args": ["--device", "cuda:x"]})", "cuda:0 .. cuda:1"},
+  };
+  for (const auto& [launch, want] : refused) {
+    const std::string text = absl::StrCat(
+        R"({"pools": [{"variant": "a", "workers": ["x:1"], "launch": [)", launch, "]}]}");
+    absl::StatusOr<RouterConfig> bad = ParseRouterConfig(text, "placed.json");
+    ASSERT_FALSE(bad.ok()) << launch;
+    EXPECT_TRUE(absl::IsInvalidArgument(bad.status())) << bad.status();
+    EXPECT_NE(bad.status().message().find(want), std::string::npos) << bad.status();
+    EXPECT_NE(bad.status().message().find("\"gpu\""), std::string::npos) << bad.status();
+  }
 }
 
 TEST(RouterConfigTest, RefusesMalformedConfigsNamingTheProblem) {

@@ -28,6 +28,6 @@ endif()
 
 if(TARGET twinspan_tap_fuser AND TARGET twinspan_drafter)
   twinspan_test(tap_fuser_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/tap_fuser_test.cc
-    LIBS twinspan_tap_fuser twinspan_drafter nlohmann_json::nlohmann_json
+    LIBS twinspan_tap_fuser twinspan_drafter twinspan_cpu_backend nlohmann_json::nlohmann_json
     LABELS integration services)
 endif()

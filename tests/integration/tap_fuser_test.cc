@@ -1,5 +1,6 @@
-// TapFuser (the target's half of fused taps) against the drafter's own FuseTaps: bit for bit, on
-// random DFlash and DFlash2 checkpoints, with and without threads; and its errors.
+// TapFuser (the target's half of fused taps, on the target's backend) against the drafter's own
+// FuseTaps: bit for bit on the CPU backend, on random DFlash and DFlash2 checkpoints, with and
+// without threads, from host rows and from rows already in backend memory; and its errors.
 #include "services/engine/tap_fuser.h"
 
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/parallel.h"
 #include "services/drafter/drafter_model.h"
 #include "services/engine/checkpoint_fingerprint.h"
@@ -31,7 +33,8 @@ TEST(TapFuserTest, EqualsDrafterFuseTapsBitForBit) {
     for (cpu::ThreadPool* p : {static_cast<cpu::ThreadPool*>(nullptr), &pool}) {
       const std::string dir = testing::WriteRandomDrafter(
           dflash2 ? "tap_fuser_dflash2" : "tap_fuser_dflash", dflash2, 11, 128, 512, {0, 1, 2});
-      absl::StatusOr<std::unique_ptr<TapFuser>> fuser = TapFuser::Open(dir, p);
+      const std::unique_ptr<backend::Backend> target_backend = cpu::NewCpuBackend(p);
+      absl::StatusOr<std::unique_ptr<TapFuser>> fuser = TapFuser::Open(dir, target_backend.get());
       ASSERT_TRUE(fuser.ok()) << fuser.status();
       drafter::DrafterModelOptions options;
       options.pool = p;
@@ -49,6 +52,17 @@ TEST(TapFuserTest, EqualsDrafterFuseTapsBitForBit) {
         ASSERT_TRUE((*fuser)->Fuse(raw.data(), rows, got.data()).ok());
         EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0)
             << "rows " << rows << " dflash2 " << dflash2;
+        // Rows already in the backend's memory, as the verifier hands them over.
+        auto in = target_backend->UploadFloats(raw);
+        auto out = target_backend->AllocateFloats(rows * 128);
+        ASSERT_TRUE(in.ok() && out.ok());
+        ASSERT_TRUE((*fuser)->FuseOnBackend((*in)->floats(), rows, (*out)->floats()).ok());
+        std::vector<float> on_backend(rows * 128, -3.0f);
+        ASSERT_TRUE(
+            target_backend->Download(on_backend.data(), **out, 0, on_backend.size() * sizeof(float))
+                .ok());
+        EXPECT_EQ(std::memcmp(want.data(), on_backend.data(), want.size() * sizeof(float)), 0)
+            << "on the backend, rows " << rows << " dflash2 " << dflash2;
       }
     }
   }
@@ -56,7 +70,9 @@ TEST(TapFuserTest, EqualsDrafterFuseTapsBitForBit) {
 
 TEST(TapFuserTest, RefusesBadInput) {
   const std::string dir = testing::WriteRandomDrafter("tap_fuser_bad", false, 3, 64, 256, {0, 1});
-  absl::StatusOr<std::unique_ptr<TapFuser>> fuser = TapFuser::Open(dir, nullptr);
+  const std::unique_ptr<backend::Backend> host = cpu::NewCpuBackend(nullptr);
+  EXPECT_TRUE(absl::IsInvalidArgument(TapFuser::Open(dir, nullptr).status()));
+  absl::StatusOr<std::unique_ptr<TapFuser>> fuser = TapFuser::Open(dir, host.get());
   ASSERT_TRUE(fuser.ok()) << fuser.status();
   std::vector<float> raw(2 * 128), out(64);
   const absl::Status negative = (*fuser)->Fuse(raw.data(), -1, out.data());
@@ -64,7 +80,7 @@ TEST(TapFuserTest, RefusesBadInput) {
   EXPECT_TRUE((*fuser)->Fuse(raw.data(), 0, out.data()).ok());
 
   const absl::StatusOr<std::unique_ptr<TapFuser>> missing =
-      TapFuser::Open((std::filesystem::path(dir) / "no-such-folder").string(), nullptr);
+      TapFuser::Open((std::filesystem::path(dir) / "no-such-folder").string(), host.get());
   EXPECT_FALSE(missing.ok());
 
   // A config that promises three taps while fc reads two: the shape error names fc.
@@ -77,7 +93,7 @@ TEST(TapFuserTest, RefusesBadInput) {
   std::ifstream(std::filesystem::path(dir) / "config.json") >> config;
   config["dflash_config"]["target_layer_ids"] = {0, 1, 2};
   std::ofstream(wrong / "config.json") << config.dump();
-  const absl::StatusOr<std::unique_ptr<TapFuser>> bad = TapFuser::Open(wrong.string(), nullptr);
+  const absl::StatusOr<std::unique_ptr<TapFuser>> bad = TapFuser::Open(wrong.string(), host.get());
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("fc"), std::string::npos) << bad.status();
 }

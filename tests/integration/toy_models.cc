@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/status.h"
 
 namespace twinspan::testing {
@@ -33,13 +34,18 @@ uint32_t Argmax(absl::Span<const float> row) {
 
 class ToySequence : public engine::VerifierSequence {
  public:
-  ToySequence(const engine::VerifierInfo* info, ToyVerifyLog* log)
-      : info_(info), log_(log), id_(log->NewSequenceId()) {}
+  ToySequence(const engine::VerifierInfo* info, ToyVerifyLog* log, ToySlowPrefill slow)
+      : info_(info), log_(log), id_(log->NewSequenceId()), slow_(slow) {}
   int id() const { return id_; }
   int64_t length() const override { return static_cast<int64_t>(committed_.size()); }
 
   absl::Status Prefill(absl::Span<const uint32_t> prompt, const std::vector<int64_t>& taps,
-                       engine::WindowOutput* out) override {
+                       const engine::PrefillControl& control, engine::WindowOutput* out) override {
+    for (int64_t begin = 0; slow_.chunk_rows > 0 && begin < static_cast<int64_t>(prompt.size());
+         begin += slow_.chunk_rows) {
+      if (begin > 0 && control.keep_going) ABSL_RETURN_IF_ERROR(control.keep_going());
+      absl::SleepFor(slow_.per_chunk);
+    }
     ABSL_RETURN_IF_ERROR(Run(prompt, taps, out));
     committed_.insert(committed_.end(), prompt.begin(), prompt.end());
     out->logits.erase(out->logits.begin(), out->logits.end() - info_->vocab_size);
@@ -88,6 +94,7 @@ class ToySequence : public engine::VerifierSequence {
   const engine::VerifierInfo* info_;
   ToyVerifyLog* log_;
   int id_;
+  ToySlowPrefill slow_;
   std::vector<uint32_t> committed_;
   std::vector<uint32_t> pending_;
 };
@@ -165,7 +172,7 @@ ToyVerifier::ToyVerifier(int vocab, int64_t context, uint32_t eos_id, int hidden
 }
 
 absl::StatusOr<std::unique_ptr<engine::VerifierSequence>> ToyVerifier::NewSequence() const {
-  return std::make_unique<ToySequence>(&info_, log_.get());
+  return std::make_unique<ToySequence>(&info_, log_.get(), slow_);
 }
 
 void ToyVerifier::VerifyBatch(absl::Span<engine::VerifyJob> jobs) const {

@@ -11,6 +11,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "services/engine/draft_model.h"
 #include "services/engine/tap_fusion.h"
 #include "services/engine/verifier_model.h"
@@ -35,6 +36,13 @@ class ToyVerifyLog {
   int64_t verifies_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// A prefill that takes `per_chunk` for every `chunk_rows` prompt rows and asks
+// PrefillControl::keep_going between chunks, as a long prompt on a real target does.
+struct ToySlowPrefill {
+  int64_t chunk_rows = 0;  // 0: instant
+  absl::Duration per_chunk;
+};
+
 // Logits over `vocab` ids from the hash of a token prefix; eos_id ends streams sometimes.
 // VerifyBatch is the default loop, logged.
 class ToyVerifier : public engine::VerifierModel {
@@ -44,9 +52,12 @@ class ToyVerifier : public engine::VerifierModel {
   absl::StatusOr<std::unique_ptr<engine::VerifierSequence>> NewSequence() const override;
   void VerifyBatch(absl::Span<engine::VerifyJob> jobs) const override;
   const ToyVerifyLog& log() const { return *log_; }
+  // Sequences made after this prefill slowly. Not thread-safe: set before the engine starts.
+  void SetSlowPrefill(ToySlowPrefill slow) { slow_ = slow; }
 
  private:
   engine::VerifierInfo info_;
+  ToySlowPrefill slow_;
   std::unique_ptr<ToyVerifyLog> log_ = std::make_unique<ToyVerifyLog>();
 };
 

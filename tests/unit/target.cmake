@@ -13,5 +13,8 @@ twinspan_test(target_batch_test
   LIBS twinspan_target twinspan_exl3 LABELS unit asan)
 if(TARGET twinspan_target_server)
   twinspan_test(target_verifier_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_verifier_test.cc
-    LIBS twinspan_target_server twinspan_engine LABELS unit)
+    LIBS twinspan_target_server twinspan_engine twinspan_drafter nlohmann_json::nlohmann_json
+    LABELS unit)
 endif()
+twinspan_test(target_prefill_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_prefill_test.cc
+  LIBS twinspan_target twinspan_cpu_backend LABELS unit asan)

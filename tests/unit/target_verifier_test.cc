@@ -1,7 +1,9 @@
 // TargetVerifier's batched verify on random tiny targets of both families: VerifyBatch equals each
-// sequence's own Verify bit for bit and a bad job fails alone; and through the lane engine, with a
-// drafter that knows the plain output (so windows of several rows get partly accepted beside
-// undrafted streams), concurrent == solo for 1, 2 and 4 streams, greedy and sampled.
+// sequence's own Verify bit for bit (the deferred taps too) and a bad job fails alone; through the
+// lane engine, with a drafter that knows the plain output (so windows of several rows get partly
+// accepted beside undrafted streams), concurrent == solo for 1, 2 and 4 streams, greedy and
+// sampled; the device-sampling path (with the host LogitsSampler) draws the engine's tokens; and
+// tap rows fused on the backend are the drafter's own FuseTaps.
 #include "services/target/server/target_verifier.h"
 
 #include <cstring>
@@ -17,9 +19,12 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/parallel.h"
+#include "services/device/logits_sampler.h"
+#include "services/drafter/drafter_model.h"
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/lane_engine.h"
 #include "services/target/server/keyed_token_sampler.h"
+#include "tests/golden/drafter/random_drafter.h"
 #include "tests/unit/target_random_model.h"
 #include "tests/unit/target_random_qwen35.h"
 
@@ -149,7 +154,7 @@ class TargetVerifierTest : public ::testing::TestWithParam<Family> {
     auto sequence = verifier_->NewSequence();
     EXPECT_TRUE(sequence.ok()) << sequence.status();
     engine::WindowOutput out;
-    EXPECT_TRUE((*sequence)->Prefill(prompt, taps_, &out).ok());
+    EXPECT_TRUE((*sequence)->Prefill(prompt, taps_, {}, &out).ok());
     return *std::move(sequence);
   }
 
@@ -231,10 +236,24 @@ TEST_P(TargetVerifierTest, VerifyBatchEqualsEachSequencesOwnVerify) {
       ASSERT_TRUE(solo[s]->Verify(windows[s], taps, &alone).ok());
       EXPECT_EQ(outs[s].rows, alone.rows);
       EXPECT_TRUE(SameBits(outs[s].logits, alone.logits));
-      EXPECT_TRUE(SameBits(outs[s].taps, alone.taps));
+      EXPECT_TRUE(outs[s].tokens.empty());  // No sampler: the engine samples the logits.
+      EXPECT_EQ(outs[s].taps_deferred, !taps.empty());
+      EXPECT_EQ(outs[s].tap_width, static_cast<int64_t>(taps.size()) * info_.hidden_size);
+      EXPECT_FALSE(outs[s].taps_fused);
       const int64_t keep = 1 + s % static_cast<int64_t>(windows[s].size());
       ASSERT_TRUE(batched[s]->Commit(keep).ok());
       ASSERT_TRUE(solo[s]->Commit(keep).ok());
+      std::vector<float> kept(7, -1.0f), kept_alone(3, -2.0f);
+      if (taps.empty()) {
+        EXPECT_EQ(batched[s]->ReadTaps(keep, &kept).code(), absl::StatusCode::kFailedPrecondition);
+        continue;
+      }
+      ASSERT_TRUE(batched[s]->ReadTaps(keep, &kept).ok());
+      ASSERT_TRUE(solo[s]->ReadTaps(keep, &kept_alone).ok());
+      EXPECT_EQ(kept.size(), static_cast<size_t>(keep * outs[s].tap_width));
+      EXPECT_TRUE(SameBits(kept, kept_alone));
+      EXPECT_EQ(batched[s]->ReadTaps(outs[s].rows + 1, &kept).code(),
+                absl::StatusCode::kInvalidArgument);
     }
   }
 }
@@ -244,7 +263,7 @@ class ForeignSequence : public engine::VerifierSequence {
  public:
   int64_t length() const override { return 0; }
   absl::Status Prefill(absl::Span<const uint32_t>, const std::vector<int64_t>&,
-                       engine::WindowOutput*) override {
+                       const engine::PrefillControl&, engine::WindowOutput*) override {
     return absl::OkStatus();
   }
   absl::Status Verify(absl::Span<const uint32_t>, const std::vector<int64_t>&,
@@ -270,7 +289,10 @@ TEST_P(TargetVerifierTest, AJobThatFailsItsChecksFailsAlone) {
   engine::WindowOutput alone;
   ASSERT_TRUE(twin->Verify(window, taps_, &alone).ok());
   EXPECT_TRUE(SameBits(outs[0].logits, alone.logits));
-  EXPECT_TRUE(SameBits(outs[0].taps, alone.taps));
+  std::vector<float> taps, taps_alone;
+  ASSERT_TRUE(good->ReadTaps(2, &taps).ok());
+  ASSERT_TRUE(twin->ReadTaps(2, &taps_alone).ok());
+  EXPECT_TRUE(SameBits(taps, taps_alone));
   EXPECT_EQ(jobs[1].status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(jobs[1].status.message().find("token id 4096"), std::string::npos) << jobs[1].status;
   EXPECT_EQ(jobs[2].status.code(), absl::StatusCode::kInvalidArgument);
@@ -310,6 +332,140 @@ TEST_P(TargetVerifierTest, EngineConcurrentEqualsSoloForOneTwoAndFourStreams) {
     }
     EXPECT_GT(accepted, 0) << "parallel " << parallel;  // Multi-row windows were kept.
   }
+}
+
+// With a LogitsSampler (here the host one, the CPU stand-in for the CUDA sampler) the verifier
+// draws every row itself and hands back ids only: the draws are the keyed sampler's over the
+// logits the plain verifier returns, a job with bad sampling fails alone, and through the engine
+// every stream's tokens are plain decoding's.
+TEST_P(TargetVerifierTest, DeviceSamplingDrawsWhatTheEngineDraws) {
+  device::HostLogitsSampler host_sampler;
+  TargetVerifierOptions options;
+  options.prefill_chunk_rows = 7;
+  options.sampler = &host_sampler;
+  TargetVerifier sampling(model_.get(), info_, options);
+  std::mt19937 rng(8);
+  const auto prompt = Tokens(rng, 9);
+  engine::SamplingOptions greedy, hot, bad;
+  hot.temperature = 0.9f;
+  hot.top_k = 20;
+  hot.top_p = 0.9f;
+  hot.seed = 77;
+  bad.temperature = -1.0f;
+  auto plain_seq = Prefilled(prompt);
+  auto seq_a = *sampling.NewSequence(), seq_b = *sampling.NewSequence(),
+       seq_c = *sampling.NewSequence();
+  for (auto* seq : {seq_a.get(), seq_b.get(), seq_c.get()}) {
+    engine::WindowOutput out;
+    engine::PrefillControl control;
+    control.sampling = &hot;
+    ASSERT_TRUE(seq->Prefill(prompt, taps_, control, &out).ok());
+    ASSERT_EQ(out.tokens.size(), 1u);
+    EXPECT_TRUE(out.logits.empty());
+  }
+  const std::vector<uint32_t> window = Tokens(rng, 5);
+  engine::WindowOutput plain_out;
+  ASSERT_TRUE(plain_seq->Verify(window, taps_, &plain_out).ok());
+  std::vector<engine::WindowOutput> outs(3);
+  std::vector<engine::VerifyJob> jobs = {{seq_a.get(), window, taps_, &outs[0], {}, &greedy},
+                                         {seq_b.get(), window, {}, &outs[1], {}, &bad},
+                                         {seq_c.get(), window, taps_, &outs[2], {}, &hot}};
+  sampling.VerifyBatch(absl::MakeSpan(jobs));
+  ASSERT_TRUE(jobs[0].status.ok()) << jobs[0].status;
+  EXPECT_EQ(jobs[1].status.code(), absl::StatusCode::kInvalidArgument) << jobs[1].status;
+  ASSERT_TRUE(jobs[2].status.ok()) << jobs[2].status;
+  const sampler::KeyedSampler keyed;
+  for (int j : {0, 2}) {
+    const engine::SamplingOptions& o = j == 0 ? greedy : hot;
+    ASSERT_EQ(outs[j].tokens.size(), window.size());
+    EXPECT_TRUE(outs[j].logits.empty());
+    for (size_t r = 0; r < window.size(); ++r) {
+      sampler::SamplingParams params;
+      params.temperature = o.temperature;
+      params.top_k = o.top_k;
+      params.top_p = o.top_p;
+      auto want = keyed.Sample(
+          absl::MakeConstSpan(plain_out.logits).subspan(r * info_.vocab_size, info_.vocab_size),
+          params, o.seed, static_cast<int64_t>(prompt.size() + r + 1));
+      ASSERT_TRUE(want.ok());
+      EXPECT_EQ(outs[j].tokens[r], static_cast<uint32_t>(*want)) << "job " << j << " row " << r;
+    }
+  }
+
+  std::vector<engine::EngineRequest> requests;
+  for (int which = 0; which < 4; ++which) requests.push_back(Request(which));
+  Completions plain;
+  for (const auto& r : requests) plain[r.prompt_ids] = Run(1, nullptr, {r})[0].completion_ids;
+  for (int parallel : {1, 2, 4}) {
+    engine::EngineOptions eopt;
+    eopt.parallel = parallel;
+    auto engine = engine::LaneEngine::Start(eopt, &sampling, sampler_.get(), nullptr, nullptr);
+    ASSERT_TRUE(engine.ok());
+    std::vector<std::shared_ptr<Sink>> sinks;
+    for (const auto& r : requests) {
+      sinks.push_back(std::make_shared<Sink>());
+      ASSERT_TRUE((*engine)->Submit(r, sinks.back()).ok());
+    }
+    for (size_t i = 0; i < sinks.size(); ++i) {
+      auto summary = sinks[i]->Wait();
+      ASSERT_TRUE(summary.ok()) << summary.status();
+      EXPECT_EQ(summary->completion_ids, plain[requests[i].prompt_ids])
+          << "parallel " << parallel << ", request " << i;
+    }
+  }
+}
+
+// With a TapFuser on the model's backend the verifier hands out fused rows, bit for bit
+// DrafterModel::FuseTaps of the raw rows (CPU backend), from the prefill and from ReadTaps of a
+// verify's kept rows; a job asking for other layers than the fuser reads fails alone.
+TEST_P(TargetVerifierTest, FusedTapsAreTheDraftersOwnFuseTaps) {
+  const std::string dir = testing::WriteRandomDrafter(
+      GetParam() == Family::kQwen3 ? "verifier_fuser_qwen3" : "verifier_fuser_qwen35", false, 21,
+      info_.hidden_size, info_.vocab_size, taps_);
+  auto fuser = engine::TapFuser::Open(dir, &model_->backend());
+  ASSERT_TRUE(fuser.ok()) << fuser.status();
+  auto drafter = drafter::DrafterModel::Open(dir, {});
+  ASSERT_TRUE(drafter.ok()) << drafter.status();
+  TargetVerifierOptions options;
+  options.prefill_chunk_rows = 4;  // Several chunks, each fused on its own.
+  options.fuser = fuser->get();
+  TargetVerifier fusing(model_.get(), info_, options);
+  const int64_t width = (*fuser)->fused_width();
+  std::mt19937 rng(9);
+  const auto prompt = Tokens(rng, 11);
+  auto raw_seq = *verifier_->NewSequence();
+  auto fused_seq = *fusing.NewSequence();
+  engine::WindowOutput raw_out, fused_out;
+  ASSERT_TRUE(raw_seq->Prefill(prompt, taps_, {}, &raw_out).ok());
+  ASSERT_TRUE(fused_seq->Prefill(prompt, taps_, {}, &fused_out).ok());
+  EXPECT_TRUE(fused_out.taps_fused);
+  EXPECT_FALSE(fused_out.taps_deferred);
+  EXPECT_EQ(fused_out.tap_width, width);
+  std::vector<float> want(prompt.size() * width);
+  ASSERT_TRUE((*drafter)->FuseTaps(raw_out.taps.data(), prompt.size(), want.data()).ok());
+  EXPECT_TRUE(SameBits(fused_out.taps, want));
+
+  const std::vector<uint32_t> window = Tokens(rng, 4);
+  ASSERT_TRUE(raw_seq->Verify(window, taps_, &raw_out).ok());
+  std::vector<engine::WindowOutput> outs(2);
+  auto other = *fusing.NewSequence();
+  engine::WindowOutput other_out;
+  ASSERT_TRUE(other->Prefill(prompt, {}, {}, &other_out).ok());
+  const std::vector<int64_t> wrong = {taps_[0]};
+  std::vector<engine::VerifyJob> jobs = {{fused_seq.get(), window, taps_, &outs[0], {}, nullptr},
+                                         {other.get(), window, wrong, &outs[1], {}, nullptr}};
+  fusing.VerifyBatch(absl::MakeSpan(jobs));
+  ASSERT_TRUE(jobs[0].status.ok()) << jobs[0].status;
+  EXPECT_EQ(jobs[1].status.code(), absl::StatusCode::kInvalidArgument) << jobs[1].status;
+  EXPECT_TRUE(outs[0].taps_fused && outs[0].taps_deferred);
+  ASSERT_TRUE(raw_seq->Commit(3).ok());
+  ASSERT_TRUE(fused_seq->Commit(3).ok());
+  std::vector<float> raw_kept, fused_kept;
+  ASSERT_TRUE(raw_seq->ReadTaps(3, &raw_kept).ok());
+  ASSERT_TRUE(fused_seq->ReadTaps(3, &fused_kept).ok());
+  std::vector<float> want_kept(3 * width);
+  ASSERT_TRUE((*drafter)->FuseTaps(raw_kept.data(), 3, want_kept.data()).ok());
+  EXPECT_TRUE(SameBits(fused_kept, want_kept));
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, TargetVerifierTest,

@@ -10,6 +10,7 @@
 #include "common/hash/sha256.h"
 #include "common/status.h"
 #include "kernels/cpu/parallel.h"
+#include "services/device/device_backend.h"
 #include "services/drafter/drafter.h"
 #include "services/engine/checkpoint_fingerprint.h"
 
@@ -55,9 +56,12 @@ class AdapterSession : public engine::DraftSession {
 
 class DrafterAdapter : public engine::DraftModel {
  public:
-  DrafterAdapter(std::unique_ptr<cpu::ThreadPool> pool, std::unique_ptr<drafter::Drafter> drafter,
-                 engine::DrafterInfo info)
-      : pool_(std::move(pool)), drafter_(std::move(drafter)), info_(std::move(info)) {}
+  DrafterAdapter(std::unique_ptr<cpu::ThreadPool> pool, std::unique_ptr<backend::Backend> backend,
+                 std::unique_ptr<drafter::Drafter> drafter, engine::DrafterInfo info)
+      : pool_(std::move(pool)),
+        backend_(std::move(backend)),
+        drafter_(std::move(drafter)),
+        info_(std::move(info)) {}
 
   const engine::DrafterInfo& info() const override { return info_; }
   absl::StatusOr<std::unique_ptr<engine::DraftSession>> NewSession() const override {
@@ -66,7 +70,8 @@ class DrafterAdapter : public engine::DraftModel {
   }
 
  private:
-  std::unique_ptr<cpu::ThreadPool> pool_;  // before drafter_: outlives it
+  std::unique_ptr<cpu::ThreadPool> pool_;      // before drafter_: outlives it
+  std::unique_ptr<backend::Backend> backend_;  // a device backend (null on the CPU), likewise
   std::unique_ptr<drafter::Drafter> drafter_;
   engine::DrafterInfo info_;
 };
@@ -79,13 +84,37 @@ absl::StatusOr<std::string> FileSha256(const std::string& path) {
   return hash::Sha256Hex(bytes.str());
 }
 
+// One block drafted on a fresh stream: a device backend that lacks one of the drafter's ops
+// says so here, once, rather than on every stream.
+absl::Status DraftOneBlock(const drafter::Drafter& d, const std::string& device) {
+  ABSL_ASSIGN_OR_RETURN(std::unique_ptr<drafter::DraftStream> stream, d.NewStream());
+  const drafter::DrafterConfig& c = d.config();
+  const std::vector<float> raw(static_cast<size_t>(c.num_taps() * c.hidden_size), 0.0f);
+  absl::Status status = d.AppendTaps(*stream, drafter::TapForm::kRaw,
+                                     std::span<const float>(raw.data(), raw.size()), 1);
+  if (status.ok()) status = d.Propose(*stream, 0, drafter::ProposeOptions{}).status();
+  if (status.ok()) return status;
+  return absl::FailedPreconditionError(
+      absl::StrCat("drafter on --device ", device, " cannot draft a block: ", status.message(),
+                   "; run the drafter with --device cpu until its ops exist there"));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
     const DrafterAdapterOptions& o) {
-  auto pool = std::make_unique<cpu::ThreadPool>(std::max(1, o.threads));
+  ABSL_ASSIGN_OR_RETURN(const device::DeviceSpec spec,
+                        device::DeviceSpec::Parse(o.device, "--device"));
+  std::unique_ptr<cpu::ThreadPool> pool;
+  std::unique_ptr<backend::Backend> backend;
   drafter::DrafterOptions options;
-  options.model.pool = pool.get();
+  if (spec.is_cuda()) {
+    ABSL_ASSIGN_OR_RETURN(backend, device::OpenBackend(spec, nullptr));
+    options.model.backend = backend.get();
+  } else {  // The model makes its CPU backend over the pool, as it always has.
+    pool = std::make_unique<cpu::ThreadPool>(std::max(1, o.threads));
+    options.model.pool = pool.get();
+  }
   options.model.context = o.context;
   if (o.drafter_bits != 16 && o.drafter_bits != 4) {
     return absl::InvalidArgumentError(
@@ -96,6 +125,7 @@ absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
   options.head = o.head_variant;
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<drafter::Drafter> d,
                         drafter::Drafter::Open(o.drafter_dir, o.target_dir, options));
+  if (spec.is_cuda()) ABSL_RETURN_IF_ERROR(DraftOneBlock(*d, spec.ToString()));
   engine::DrafterInfo info;
   const drafter::DrafterConfig& c = d->config();
   info.block_size = static_cast<int>(c.block_size);
@@ -112,18 +142,19 @@ absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
   info.max_streams = o.max_streams;
   info.max_context = o.context;
   return std::unique_ptr<engine::DraftModel>(
-      new DrafterAdapter(std::move(pool), std::move(d), std::move(info)));
+      new DrafterAdapter(std::move(pool), std::move(backend), std::move(d), std::move(info)));
 }
 
 absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenInProcessDrafter(
     const std::string& drafter_dir, const std::string& target_dir, const std::string& head_variant,
-    int64_t context, int threads) {
+    int64_t context, int threads, const std::string& device) {
   DrafterAdapterOptions o;
   o.drafter_dir = drafter_dir;
   o.target_dir = target_dir;
   o.head_variant = head_variant;
   o.context = context;
   o.threads = threads;
+  o.device = device;
   return OpenDrafterAdapter(o);
 }
 

@@ -19,17 +19,22 @@ struct DrafterAdapterOptions {
   int threads = 1;
   int max_streams = 256;
   int drafter_bits = 16;  // 16: linears as stored; 4: dense linears quantized to Q4 at load
+  // --device: cpu (over `threads` threads) or cuda:N (the CUDA backend on visible device N).
+  std::string device = "cpu";
 };
 
-// Opens the drafter and the target views. Errors: those of Drafter::Open, of reading the target's
-// tokenizer.json, and of CheckpointFingerprint.
+// Opens the drafter and the target views on o.device. On a GPU it drafts one block at once, so a
+// backend that lacks one of the drafter's ops refuses to start (FailedPrecondition naming the op
+// and --device) instead of failing every stream. Errors: InvalidArgument for --device or
+// --drafter-bits; those of Drafter::Open, of reading the target's tokenizer.json, and of
+// CheckpointFingerprint.
 absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
     const DrafterAdapterOptions& options);
 
 // The target stack's hook for single-process mode (signature of serving::DraftModelOpener).
 absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenInProcessDrafter(
     const std::string& drafter_dir, const std::string& target_dir, const std::string& head_variant,
-    int64_t context, int threads);
+    int64_t context, int threads, const std::string& device);
 
 }  // namespace twinspan::serving
 

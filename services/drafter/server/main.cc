@@ -28,6 +28,9 @@ int Run(int argc, char** argv) {
   app.add_option("--metrics", metrics_listen, "/metrics address (port 0 picks one)");
   app.add_option("--context", o.context, "Positions per stream (context plus one block)");
   app.add_option("--threads", o.threads, "CPU threads");
+  app.add_option("--device", o.device,
+                 "cpu, or cuda:N (N among the visible devices: cuda:0 under the router's "
+                 "placement)");
   app.add_option("--drafter-bits", o.drafter_bits,
                  "16: linears as stored; 4: dense linears quantized to Q4 at load");
   app.add_option("--max-streams", o.max_streams, "Open streams per target connection");
@@ -44,9 +47,9 @@ int Run(int argc, char** argv) {
     return 1;
   }
   const auto& info = (*model)->info();
-  spdlog::info("drafter: {} over {}: head {}, block {}, taps from layers [{}]", o.drafter_dir,
-               o.target_dir, info.head_variant, info.block_size,
-               fmt::join(info.target_layer_ids, ","));
+  spdlog::info("drafter: {} over {}: head {}, block {}, taps from layers [{}], device {}",
+               o.drafter_dir, o.target_dir, info.head_variant, info.block_size,
+               fmt::join(info.target_layer_ids, ","), o.device);
   auto registry = std::make_shared<prometheus::Registry>();
   twinspan::metrics::ServingMetrics metrics(registry, "drafter");
   auto http = twinspan::metrics::MetricsHttp::Start(metrics_listen, registry);

@@ -284,6 +284,18 @@ bool GrpcDraftChannel::WaitReady(absl::Duration timeout) {
 absl::Status GrpcDraftChannel::PutTaps(const engine::TapRows& taps, v1::Tensor* tensor) const {
   const v1::DType dtype = options_.bf16_taps ? v1::DTYPE_BF16 : v1::DTYPE_F32;
   if (options_.fusion == nullptr) {
+    if (taps.fused) {
+      return absl::InvalidArgumentError("taps: fused rows on a link that negotiated raw rows");
+    }
+    EncodeTapRows(taps.data.data(), taps.rows, taps.width, dtype, tensor);
+    return absl::OkStatus();
+  }
+  if (taps.fused) {  // The target's verifier fused them where they were computed.
+    if (taps.width != options_.fusion->fused_width()) {
+      return absl::InvalidArgumentError(absl::StrCat("taps: fused rows of width ", taps.width,
+                                                     " for a fusion of width ",
+                                                     options_.fusion->fused_width()));
+    }
     EncodeTapRows(taps.data.data(), taps.rows, taps.width, dtype, tensor);
     return absl::OkStatus();
   }

@@ -26,8 +26,10 @@ struct GrpcDraftChannelOptions {
   std::string tokenizer_sha256;
   std::string target_fingerprint;
   int hidden_size = 0;  // floats per tap layer per row
-  // Sends fused rows (the drafter's fc + hidden_norm applied here) when set; not owned, must
-  // outlive the channel. The drafter must be of the checkpoint the fusion was loaded from.
+  // Sends fused rows (the drafter's fc + hidden_norm applied on the target's side) when set; not
+  // owned, must outlive the channel. Rows that arrive fused (TapRows::fused, the target's verifier
+  // fused them on its backend) are sent as they are; raw rows go through fusion->Fuse. The drafter
+  // must be of the checkpoint the fusion was loaded from.
   const engine::TapFusion* fusion = nullptr;
   bool bf16_taps = false;  // tap rows as BF16 instead of F32 (half the bytes; drafts may differ)
   absl::Duration reconnect_backoff = absl::Milliseconds(500);

@@ -43,14 +43,12 @@ namespace {
 class ReplySink : public engine::StreamSink {
  public:
   ReplySink(std::shared_ptr<rpc::GenerateWriter> writer, std::unique_ptr<engine::TextStream> text,
-            std::vector<std::string> stops, std::string request_id, std::string served_by,
-            engine::DeadlineDraftChannel* deadlines)
+            std::vector<std::string> stops, std::string request_id, std::string served_by)
       : writer_(std::move(writer)),
         text_(std::move(text)),
         stops_(std::move(stops)),
         request_id_(std::move(request_id)),
-        served_by_(std::move(served_by)),
-        deadlines_(deadlines) {}
+        served_by_(std::move(served_by)) {}
 
   engine::SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t round) override {
     v1::GenerateResponse response;
@@ -79,7 +77,6 @@ class ReplySink : public engine::StreamSink {
   }
 
   void OnFinish(absl::StatusOr<engine::StreamSummary> summary) override {
-    if (deadlines_ != nullptr) deadlines_->ForgetRequest(request_id_);
     if (!summary.ok()) {
       writer_->Finish(summary.status());
       return;
@@ -136,7 +133,6 @@ class ReplySink : public engine::StreamSink {
   StopMatcher stops_;
   std::string request_id_;
   std::string served_by_;
-  engine::DeadlineDraftChannel* deadlines_;
   bool stopped_ = false;
 };
 
@@ -164,11 +160,9 @@ void TargetBackend::Generate(const v1::GenerateRequest& request, const rpc::Call
   auto sink = std::make_shared<ReplySink>(
       writer, codec_->NewStream(),
       std::vector<std::string>(request.sampling().stop().begin(), request.sampling().stop().end()),
-      call.request_id, options_.name, deadlines_);
-  if (deadlines_ != nullptr) deadlines_->SetRequestDeadline(call.request_id, call.deadline);
+      call.request_id, options_.name);
   absl::Status submitted = engine_->Submit(*std::move(r), sink);
   if (!submitted.ok()) {
-    if (deadlines_ != nullptr) deadlines_->ForgetRequest(call.request_id);
     spdlog::info("[{}] refused: {}", call.request_id, submitted.ToString());
     writer->Finish(submitted);
   }
@@ -187,6 +181,7 @@ absl::StatusOr<v1::ModelInfoResponse> TargetBackend::ModelInfo() {
   r.set_max_context(static_cast<uint32_t>(info.max_context));
   r.set_tokenizer_sha256(codec_->sha256());
   r.set_checkpoint_fingerprint(info.checkpoint_fingerprint);
+  r.set_backend(info.backend);
   r.mutable_eos_token_ids()->Add(info.eos_ids.begin(), info.eos_ids.end());
   const engine::EngineLoad load = engine_->load();
   r.set_max_parallel(load.parallel);

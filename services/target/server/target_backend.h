@@ -5,7 +5,6 @@
 
 #include <string>
 
-#include "services/engine/deadline_draft_channel.h"
 #include "services/engine/grpc/serving_backend.h"
 #include "services/engine/lane_engine.h"
 #include "services/engine/text_codec.h"
@@ -18,14 +17,12 @@ struct TargetBackendOptions {
   RequestLimits limits;         // vocab_size and max_context are taken from the engine's model
 };
 
-// Thread-safe. `engine`, `codec` and `deadlines` (may be null: no drafter) are not owned and must
-// outlive the backend; `deadlines` is the engine's draft channel, told each request's deadline.
+// Thread-safe. `engine` and `codec` are not owned and must outlive the backend.
 class TargetBackend : public rpc::ServingBackend {
  public:
   TargetBackend(engine::LaneEngine* engine, const engine::TextCodec* codec,
-                const TargetBackendOptions& options,
-                engine::DeadlineDraftChannel* deadlines = nullptr)
-      : engine_(engine), codec_(codec), options_(options), deadlines_(deadlines) {}
+                const TargetBackendOptions& options)
+      : engine_(engine), codec_(codec), options_(options) {}
 
   void Generate(const v1::GenerateRequest& request, const rpc::CallInfo& call,
                 std::shared_ptr<rpc::GenerateWriter> writer) override;
@@ -40,7 +37,6 @@ class TargetBackend : public rpc::ServingBackend {
   engine::LaneEngine* engine_;
   const engine::TextCodec* codec_;
   TargetBackendOptions options_;
-  engine::DeadlineDraftChannel* deadlines_;
 };
 
 // token_sha256 of a reply: SHA-256 (hex) of the ids as little-endian uint32.

@@ -15,7 +15,12 @@ void AddTargetFlags(CLI::App& app, TargetFlags& f, bool with_grpc_drafter) {
                    "sends (fused rows; the drafter must be of that checkpoint)");
     app.add_flag("--bf16-taps", o.bf16_taps, "Send tap rows as bf16 instead of f32");
   }
+  app.add_option("--device", o.device,
+                 "cpu, or cuda:N (N among the visible devices: cuda:0 under the router's "
+                 "placement)");
   app.add_option("--drafter-model", o.drafter_model_dir, "Drafter checkpoint run in this process");
+  app.add_option("--drafter-device", o.drafter_device,
+                 "Device of the in-process drafter (default: --device)");
   app.add_option("--head-variant", o.head_variant, "Head variant of the in-process drafter");
   app.add_option("--parallel", o.parallel, "Live streams per round");
   app.add_option("--context", o.context, "Positions per stream (prompt + completion)");

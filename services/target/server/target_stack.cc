@@ -5,10 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
-#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/parallel.h"
+#include "services/device/device_backend.h"
 #include "services/engine/checkpoint_fingerprint.h"
-#include "services/engine/deadline_draft_channel.h"
 #include "services/engine/grpc/grpc_draft_channel.h"
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/tap_fuser.h"
@@ -23,15 +22,16 @@ namespace twinspan::serving {
 struct TargetStack::Parts {
   std::unique_ptr<cpu::ThreadPool> pool;
   std::unique_ptr<backend::Backend> backend;  // The model's; after the pool, before the model.
+  std::unique_ptr<device::LogitsSampler> logits_sampler;  // null on the CPU
   std::unique_ptr<target::TargetModel> model;
   std::unique_ptr<TokenizerCodec> codec;
+  // On `backend`; before the channel and the verifier, which point at it.
+  std::unique_ptr<engine::TapFuser> fuser;
   std::unique_ptr<TargetVerifier> verifier;
   std::unique_ptr<engine::TokenSampler> sampler;
   std::unique_ptr<engine::DraftModel> draft_model;
   std::unique_ptr<engine::InProcessDraftChannel> in_process;
   std::unique_ptr<rpc::GrpcDraftChannel> grpc;
-  std::unique_ptr<engine::TapFuser> fuser;
-  std::unique_ptr<engine::DeadlineDraftChannel> deadlines;  // wraps whichever of the two is used
 };
 
 absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStackOptions& o,
@@ -47,12 +47,23 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   if (o.context < 2 || o.threads < 0 || o.prefill_chunk_rows < 1) {
     return absl::InvalidArgumentError("target: --context >= 2, --threads >= 0, chunk rows >= 1");
   }
+  ABSL_ASSIGN_OR_RETURN(const device::DeviceSpec device,
+                        device::DeviceSpec::Parse(o.device, "--device"));
+  const std::string drafter_device = o.drafter_device.empty() ? o.device : o.drafter_device;
+  if (!o.drafter_device.empty()) {
+    if (o.drafter_model_dir.empty()) {
+      return absl::InvalidArgumentError(
+          "target: --drafter-device places the in-process drafter (--drafter-model)");
+    }
+    ABSL_RETURN_IF_ERROR(device::DeviceSpec::Parse(o.drafter_device, "--drafter-device").status());
+  }
   auto stack = std::unique_ptr<TargetStack>(new TargetStack());
   stack->parts_ = std::make_unique<Parts>();
   Parts& p = *stack->parts_;
   const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   p.pool = std::make_unique<cpu::ThreadPool>(threads);
-  p.backend = cpu::NewCpuBackend(p.pool.get());
+  ABSL_ASSIGN_OR_RETURN(p.backend, device::OpenBackend(device, p.pool.get()));
+  ABSL_ASSIGN_OR_RETURN(p.logits_sampler, device::OpenLogitsSampler(device));
   target::TargetOptions topt;
   topt.backend = p.backend.get();
   topt.context = o.context;
@@ -70,7 +81,10 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   for (int64_t id : config.eos_token_ids) info.eos_ids.push_back(static_cast<uint32_t>(id));
   info.hidden_size = static_cast<int>(config.hidden_size);
   info.checkpoint_fingerprint = fingerprint;
-  p.verifier = std::make_unique<TargetVerifier>(p.model.get(), info, o.prefill_chunk_rows);
+  info.backend = p.backend->name();
+  TargetVerifierOptions vopt;
+  vopt.prefill_chunk_rows = o.prefill_chunk_rows;
+  vopt.sampler = p.logits_sampler.get();
   p.sampler = MakeKeyedTokenSampler();
 
   engine::DraftChannel* channel = nullptr;
@@ -82,7 +96,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
     constexpr int64_t kBlockRoom = 16;
     ABSL_ASSIGN_OR_RETURN(p.draft_model,
                           open_drafter(o.drafter_model_dir, o.model_dir, o.head_variant,
-                                       o.context + kBlockRoom, threads));
+                                       o.context + kBlockRoom, threads, drafter_device));
     const engine::DrafterInfo& d = p.draft_model->info();
     if (d.vocab_size != info.vocab_size || d.tokenizer_sha256 != p.codec->sha256() ||
         d.target_fingerprint != fingerprint) {
@@ -104,22 +118,21 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
     copt.max_message_bytes = o.max_message_bytes;
     copt.bf16_taps = o.bf16_taps;
     if (!o.fuse_taps_drafter_dir.empty()) {
-      ABSL_ASSIGN_OR_RETURN(p.fuser, engine::TapFuser::Open(o.fuse_taps_drafter_dir, p.pool.get()));
+      // On the model's backend: the verifier fuses the kept rows where they were computed.
+      ABSL_ASSIGN_OR_RETURN(p.fuser,
+                            engine::TapFuser::Open(o.fuse_taps_drafter_dir, p.backend.get()));
       if (p.fuser->raw_width() % info.hidden_size != 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             "target: --fuse-taps ", o.fuse_taps_drafter_dir, ": fc reads ", p.fuser->raw_width(),
             " floats a row, not a multiple of this target's hidden size ", info.hidden_size));
       }
       copt.fusion = p.fuser.get();
+      vopt.fuser = p.fuser.get();
     }
     p.grpc = rpc::GrpcDraftChannel::Start(copt);
     channel = p.grpc.get();
   }
-
-  if (channel != nullptr) {
-    p.deadlines = std::make_unique<engine::DeadlineDraftChannel>(channel);
-    channel = p.deadlines.get();
-  }
+  p.verifier = std::make_unique<TargetVerifier>(p.model.get(), info, vopt);
 
   engine::EngineOptions eopt;
   eopt.parallel = o.parallel;
@@ -136,14 +149,15 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   bopt.limits.default_max_tokens = o.default_max_tokens;
   bopt.limits.max_prompt_tokens = o.max_prompt_tokens;
   bopt.limits.max_tokens_limit = o.max_tokens_limit;
-  stack->backend_ =
-      std::make_unique<TargetBackend>(stack->engine_.get(), p.codec.get(), bopt, p.deadlines.get());
-  spdlog::info("{}: {} ({}), vocab {}, context {}, parallel {}, threads {}, backend {}, drafter {}",
-               o.name, o.model_dir, config.model_type, info.vocab_size, o.context, o.parallel,
-               threads, p.backend->name(),
-               !o.drafter_address.empty()     ? o.drafter_address
-               : !o.drafter_model_dir.empty() ? "in-process"
-                                              : "none");
+  stack->backend_ = std::make_unique<TargetBackend>(stack->engine_.get(), p.codec.get(), bopt);
+  spdlog::info(
+      "{}: {} ({}), vocab {}, context {}, parallel {}, threads {}, backend {}, sampling on {}, "
+      "drafter {}",
+      o.name, o.model_dir, config.model_type, info.vocab_size, o.context, o.parallel, threads,
+      p.backend->name(), p.logits_sampler != nullptr ? p.backend->name() : "the host",
+      !o.drafter_address.empty()     ? o.drafter_address
+      : !o.drafter_model_dir.empty() ? absl::StrCat("in-process on ", drafter_device)
+                                     : std::string("none"));
   return stack;
 }
 

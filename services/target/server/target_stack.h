@@ -27,6 +27,12 @@ struct TargetStackOptions {
   int parallel = 4;        // live streams per round
   int threads = 0;         // CPU threads; 0: hardware concurrency
   int64_t prefill_chunk_rows = 256;
+  // --device: "cpu", or "cuda:N" (the CUDA backend on visible device N; the router's placement
+  // makes a worker's one GPU cuda:0). On a GPU the logits stay there and every row is sampled
+  // there; the tap rows leave it only as the drafter needs them.
+  std::string device = "cpu";
+  // --drafter-device: where the in-process drafter runs; empty: on --device.
+  std::string drafter_device;
   std::string drafter_address;            // a twinspan-drafter (split mode)
   std::string drafter_model_dir;          // or a drafter run in this process (single-process mode)
   std::string head_variant = "two-span";  // of the in-process drafter
@@ -46,13 +52,14 @@ struct TargetStackOptions {
 // is linked (single-process mode). Null means the binary was built without it.
 using DraftModelOpener = absl::StatusOr<std::unique_ptr<engine::DraftModel>> (*)(
     const std::string& drafter_dir, const std::string& target_dir, const std::string& head_variant,
-    int64_t context, int threads);
+    int64_t context, int threads, const std::string& device);
 
 // Owns the parts; destroy before the server that serves `backend()` is gone.
 class TargetStack {
  public:
   // Errors: those of the model, tokenizer and drafter loaders; InvalidArgument for flags out of
-  // range or both drafter_address and drafter_model_dir.
+  // range, a --device this build or machine does not have (naming the flag), or both
+  // drafter_address and drafter_model_dir.
   static absl::StatusOr<std::unique_ptr<TargetStack>> Open(const TargetStackOptions& options,
                                                            metrics::ServingMetrics* metrics,
                                                            DraftModelOpener open_drafter);

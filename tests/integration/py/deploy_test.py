@@ -148,6 +148,13 @@ class ChartTest(unittest.TestCase):
         for d in split:
             self.assertIn("--fuse-taps=/models/drafter",
                           d["spec"]["template"]["spec"]["containers"][0]["command"])
+        # Each pod has one GPU, cuda:0 inside it; the drafter stays on the CPU by default.
+        for d in kinds["Deployment"]:
+            command = d["spec"]["template"]["spec"]["containers"][0]["command"]
+            if command[0].endswith("twinspan-target"):
+                self.assertIn("--device=" + values["worker"]["device"], command)
+            if command[0].endswith("twinspan-drafter"):
+                self.assertIn("--device=" + values["worker"]["drafterDevice"], command)
 
     def test_every_placement_and_monitoring(self):
         values = {
@@ -222,6 +229,10 @@ class DockerfileTest(unittest.TestCase):
             for lib in re.findall(r"NEEDED\s+(\S+)", out):
                 pkg = self.package_of(lib)
                 if pkg is None and lib.split(".so")[0] in ("libc", "libm", "libgcc_s"):
+                    continue
+                # This image builds with TWINSPAN_CUDA=OFF, so its binaries never load the CUDA
+                # runtime a CUDA build here links; Dockerfile.cuda's base image carries it.
+                if lib.startswith("libcudart.so"):
                     continue
                 self.assertIsNotNone(pkg, "%s needs %s, which no package provides" % (b, lib))
                 self.assertTrue(pkg in provided or pkg in essential,

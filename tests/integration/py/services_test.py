@@ -347,6 +347,58 @@ class ServicesTest(unittest.TestCase):
         self.wait_idle(t, timeout=5)
         t.stop()
 
+    def test_long_prefill_stops_at_its_deadline_and_frees_the_stream(self):
+        # A prompt of 6,000 ids takes the demo target seconds to prefill on one thread (256-row
+        # chunks); with a 0.3 s deadline the engine stops between chunks, so the stream is gone
+        # long before the prefill would have ended.
+        args = ["--model", os.path.join(self.models, "target"), "--listen", "127.0.0.1:0",
+                "--metrics", "127.0.0.1:0", "--name", "target-long", "--parallel", "1",
+                "--threads", "1", "--context", "8192"]
+        t = self.cluster.start("target-long", "target", args)
+        stub = self.stub(t)
+        req = pb.GenerateRequest()
+        req.prompt_ids.ids.extend((i * 7919) % 500 for i in range(6000))
+        req.sampling.max_tokens = 1
+        start = time.time()
+        generate(stub, req)
+        full = time.time() - start
+        self.assertGreater(full, 1.0, "the prefill is too short to tell a stop from its end")
+        req.request_id = "long-prefill-deadline"
+        req.sampling.max_tokens = 8
+        start = time.time()
+        with self.assertRaises(grpc.RpcError) as e:
+            generate(stub, req, timeout=0.3)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.wait_idle(t, timeout=full / 2)
+        self.assertLess(time.time() - start, 0.3 + full / 2, "prefill of %.1f s" % full)
+        deadline = time.time() + 5
+        while "[long-prefill-deadline] prefill stopped" not in open(t.log_path).read():
+            self.assertLess(time.time(), deadline, t.tail())
+            time.sleep(0.05)
+        t.stop()
+
+    # --- devices --------------------------------------------------------------------------------
+
+    def test_device_flag_and_model_info(self):
+        for proc in (self.plain, self.split, self.inproc):
+            info = self.stub(proc).ModelInfo(pb.ModelInfoRequest(), timeout=10)
+            self.assertEqual(info.backend, "cpu", proc.name)
+        self.assertEqual(self.stub(self.serve).ModelInfo(pb.ModelInfoRequest(), timeout=10).backend,
+                         "cpu")
+        target = os.path.join(self.models, "target")
+        drafter = os.path.join(self.models, "drafter")
+        runs = (("target", ["--model", target, "--device", "gpu0"], "--device gpu0"),
+                ("serve", ["--model", target, "--device", "cuda:x"], "--device cuda:x"),
+                ("drafter", ["--model", drafter, "--target-model", target, "--device", "cuda"],
+                 "--device cuda"),
+                ("target", ["--model", target, "--drafter-device", "cpu"], "--drafter-device"))
+        for binary, args, want in runs:
+            p = subprocess.run([BINS[binary]] + args + ["--listen", "127.0.0.1:0"],
+                               capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(p.returncode, 0, (binary, args))
+            self.assertIn("INVALID_ARGUMENT", p.stderr, (binary, args))
+            self.assertIn(want, p.stderr, (binary, args))
+
     # --- request ids, retries, drain -------------------------------------------------------------
 
     def test_request_id_in_all_three_services_logs(self):

@@ -1,0 +1,117 @@
+#include "services/device/cuda_logits_sampler.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/sample.cuh"
+
+namespace twinspan::device {
+namespace {
+
+// Makes `ordinal` current for one call and restores the caller's device, as the backend does.
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int ordinal) {
+    cudaGetDevice(&previous_);
+    if (previous_ != ordinal) cudaSetDevice(ordinal);
+  }
+  ~CurrentDevice() { cudaSetDevice(previous_); }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+cudaStream_t Stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaLogitsSampler>> CudaLogitsSampler::Create(int ordinal) {
+  int count = 0;
+  ABSL_RETURN_IF_ERROR(cuda::CudaStatus(cudaGetDeviceCount(&count), "cudaGetDeviceCount"));
+  if (ordinal < 0 || ordinal >= count) {
+    return absl::InvalidArgumentError(absl::StrCat("CudaLogitsSampler: device cuda:", ordinal,
+                                                   ", the process sees ", count, " CUDA devices"));
+  }
+  CurrentDevice current(ordinal);
+  cudaStream_t stream = nullptr;
+  ABSL_RETURN_IF_ERROR(cuda::CudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                                        "CudaLogitsSampler cudaStreamCreateWithFlags"));
+  return std::unique_ptr<CudaLogitsSampler>(new CudaLogitsSampler(ordinal, stream));
+}
+
+CudaLogitsSampler::~CudaLogitsSampler() {
+  CurrentDevice current(ordinal_);
+  cudaStreamSynchronize(Stream(stream_));
+  cudaFree(tokens_);
+  cudaFree(workspace_);
+  cudaStreamDestroy(Stream(stream_));
+}
+
+absl::Status CudaLogitsSampler::Reserve(int64_t rows, int64_t vocab) {
+  const size_t tokens = static_cast<size_t>(rows) * sizeof(int32_t);
+  if (tokens > tokens_bytes_) {
+    cudaFree(tokens_);
+    tokens_ = nullptr;
+    tokens_bytes_ = 0;
+    ABSL_RETURN_IF_ERROR(
+        cuda::AllocStatus(cudaMalloc(&tokens_, tokens), tokens, "CudaLogitsSampler tokens"));
+    tokens_bytes_ = tokens;
+  }
+  const size_t workspace = cuda::SampleWorkspaceBytes(rows, vocab);
+  if (workspace > workspace_bytes_) {
+    cudaFree(workspace_);
+    workspace_ = nullptr;
+    workspace_bytes_ = 0;
+    ABSL_RETURN_IF_ERROR(cuda::AllocStatus(cudaMalloc(&workspace_, workspace), workspace,
+                                           "CudaLogitsSampler workspace"));
+    workspace_bytes_ = workspace;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaLogitsSampler::Sample(backend::Backend& backend, const backend::Buffer& logits,
+                                       int64_t vocab, absl::Span<const RowDraw> rows,
+                                       std::vector<int32_t>* tokens) {
+  tokens->clear();
+  const int64_t n = static_cast<int64_t>(rows.size());
+  if (backend.name() != absl::StrCat("cuda:", ordinal_)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CudaLogitsSampler on cuda:", ordinal_, " cannot read logits of backend ", backend.name()));
+  }
+  if (vocab < 1 || logits.bytes() < static_cast<size_t>(n * vocab) * sizeof(float)) {
+    return absl::InvalidArgumentError(absl::StrCat("CudaLogitsSampler: ", logits.bytes(),
+                                                   " bytes of logits for ", n,
+                                                   " rows of vocabulary ", vocab));
+  }
+  if (n == 0) return absl::OkStatus();
+  // The forward that wrote the logits ran on the backend's stream.
+  ABSL_RETURN_IF_ERROR(backend.Synchronize());
+  CurrentDevice current(ordinal_);
+  ABSL_RETURN_IF_ERROR(Reserve(n, vocab));
+  std::vector<cuda::SampleRow> draws(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    draws[r] = cuda::SampleRow{rows[r].params, rows[r].seed, rows[r].position};
+  }
+  cuda::Context ctx;
+  ctx.stream = Stream(stream_);
+  ctx.workspace = workspace_;
+  ctx.workspace_bytes = workspace_bytes_;
+  ABSL_RETURN_IF_ERROR(cuda::Sample(ctx, logits.floats(), vocab, vocab, draws.data(), n,
+                                    static_cast<int32_t*>(tokens_)));
+  // Only the ids leave the device; -1 is the kernel's mark for a row holding a NaN.
+  tokens->resize(rows.size());
+  ABSL_RETURN_IF_ERROR(
+      cuda::CudaStatus(cudaMemcpyAsync(tokens->data(), tokens_, n * sizeof(int32_t),
+                                       cudaMemcpyDeviceToHost, Stream(stream_)),
+                       "CudaLogitsSampler cudaMemcpyAsync"));
+  return cuda::CudaStatus(cudaStreamSynchronize(Stream(stream_)),
+                          "CudaLogitsSampler (the sample kernel failed)");
+}
+
+}  // namespace twinspan::device

@@ -1,0 +1,331 @@
+// TargetVerifier on the CUDA backend, the GPU half of the target server's device path: with the
+// CUDA LogitsSampler every verify row is drawn on the GPU and equals sampler::KeyedSampler over
+// the same model's downloaded logits (the CPU path), greedy and sampled; tap rows fused on the
+// GPU by TapFuser equal DrafterModel::FuseTaps of the downloaded raw rows within 1e-5 (rel_fro;
+// the GPU's Linear and RmsNorm sum in another order than the CPU's); and through the lane engine
+// with a drafter that knows the plain output, drafted == plain and concurrent == solo for 1, 2
+// and 4 streams on the GPU. Random tiny targets of both families (qwen3, and qwen3_5 with its
+// Gated DeltaNet layers).
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "services/device/cuda_logits_sampler.h"
+#include "services/drafter/drafter_model.h"
+#include "services/engine/in_process_draft_channel.h"
+#include "services/engine/lane_engine.h"
+#include "services/engine/tap_fuser.h"
+#include "services/target/server/keyed_token_sampler.h"
+#include "services/target/server/target_verifier.h"
+#include "tests/cuda/cuda_test_util.h"
+#include "tests/golden/drafter/random_drafter.h"
+#include "tests/unit/target_random_model.h"
+#include "tests/unit/target_random_qwen35.h"
+
+namespace twinspan::serving {
+namespace {
+
+using Completions = std::map<std::vector<uint32_t>, std::vector<uint32_t>>;
+
+// Proposes the plain completion (known in advance), every third proposal wrong.
+class OracleSession : public engine::DraftSession {
+ public:
+  OracleSession(const engine::DrafterInfo* info, const Completions* plain)
+      : info_(info), plain_(plain) {}
+  absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt,
+                                             const engine::TapRows&, uint32_t) override {
+    prompt_.assign(prompt.begin(), prompt.end());
+    return Propose();
+  }
+  absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
+                                               const engine::TapRows& taps, uint32_t) override {
+    if (taps.rows != static_cast<int64_t>(ids.size())) {
+      return absl::InvalidArgumentError("oracle: a tap row per id");
+    }
+    committed_ += static_cast<int64_t>(ids.size());
+    return Propose();
+  }
+
+ private:
+  std::vector<uint32_t> Propose() {
+    auto it = plain_->find(prompt_);
+    std::vector<uint32_t> out;
+    for (int i = 1; i < info_->block_size; ++i) {
+      const size_t next = static_cast<size_t>(committed_ + i);
+      uint32_t id = it != plain_->end() && next < it->second.size() ? it->second[next] : 0;
+      if (++proposed_ % 3 == 0) id = (id + 1) % info_->vocab_size;
+      out.push_back(id);
+    }
+    return out;
+  }
+  const engine::DrafterInfo* info_;
+  const Completions* plain_;
+  std::vector<uint32_t> prompt_;
+  int64_t committed_ = 0, proposed_ = 0;
+};
+
+class OracleDrafter : public engine::DraftModel {
+ public:
+  OracleDrafter(engine::DrafterInfo info, const Completions* plain)
+      : info_(std::move(info)), plain_(plain) {}
+  const engine::DrafterInfo& info() const override { return info_; }
+  absl::StatusOr<std::unique_ptr<engine::DraftSession>> NewSession() const override {
+    return std::make_unique<OracleSession>(&info_, plain_);
+  }
+
+ private:
+  engine::DrafterInfo info_;
+  const Completions* plain_;
+};
+
+class Sink : public engine::StreamSink {
+ public:
+  engine::SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t) override {
+    return {static_cast<int>(ids.size()), false};
+  }
+  void OnFinish(absl::StatusOr<engine::StreamSummary> summary) override {
+    absl::MutexLock lock(&mu_);
+    result_ = std::move(summary);
+    done_ = true;
+  }
+  bool Cancelled() const override { return false; }
+  absl::StatusOr<engine::StreamSummary> Wait() {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&done_));
+    return result_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool done_ = false;
+  absl::StatusOr<engine::StreamSummary> result_ = absl::UnknownError("unfinished");
+};
+
+enum class Family { kQwen3, kQwen35 };
+
+class TargetVerifierCudaTest : public ::testing::TestWithParam<Family> {
+ protected:
+  void SetUp() override {
+    auto backend = cuda::NewCudaBackend({});
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = std::move(*backend);
+    target::TargetOptions options;
+    options.backend = backend_.get();
+    options.context = 256;
+    if (GetParam() == Family::kQwen3) {
+      model_ = target::testing::RandomQwen3Model(options, 71);
+    } else {
+      const target::TargetConfig config = target::testing::TinyQwen35Config();
+      auto model = target::Qwen35Model::Create(
+          config, target::testing::RandomQwen35Weights(config, 72), options);
+      ASSERT_TRUE(model.ok()) << model.status();
+      model_ = std::move(*model);
+    }
+    ASSERT_NE(model_, nullptr);
+    const target::TargetConfig& c = model_->config();
+    info_.model_name = "random";
+    info_.model_type = c.model_type;
+    info_.vocab_size = static_cast<int>(c.vocab_size);
+    info_.max_context = 256;
+    info_.hidden_size = static_cast<int>(c.hidden_size);
+    info_.backend = backend_->name();
+    taps_ = {0, c.num_layers - 1};
+    auto sampler = device::CudaLogitsSampler::Create(0);
+    ASSERT_TRUE(sampler.ok()) << sampler.status();
+    device_sampler_ = std::move(*sampler);
+    plain_ = std::make_unique<TargetVerifier>(model_.get(), info_, 5);
+  }
+
+  std::vector<uint32_t> Tokens(std::mt19937& rng, int n) {
+    std::vector<uint32_t> ids(n);
+    for (uint32_t& id : ids) id = rng() % info_.vocab_size;
+    return ids;
+  }
+
+  engine::EngineRequest Request(int which) const {
+    engine::EngineRequest r;
+    r.request_id = absl::StrCat("req-", which);
+    for (int i = 0; i < 3 + 4 * which; ++i) {
+      r.prompt_ids.push_back((which * 37 + i * 11) % info_.vocab_size);
+    }
+    r.sampling.temperature = which % 2 == 0 ? 0.0f : 0.8f;
+    r.sampling.top_k = which == 3 ? 30 : 0;
+    r.sampling.seed = 900 + which;
+    r.max_tokens = 17 + 5 * which;
+    r.ignore_eos = true;
+    r.draft = which != 2;
+    return r;
+  }
+
+  std::vector<engine::StreamSummary> Run(const engine::VerifierModel& model, int parallel,
+                                         engine::DraftChannel* channel,
+                                         const std::vector<engine::EngineRequest>& requests) {
+    engine::EngineOptions options;
+    options.parallel = parallel;
+    options.draft_timeout = absl::Seconds(10);
+    auto engine = engine::LaneEngine::Start(options, &model, sampler_.get(), channel, nullptr);
+    EXPECT_TRUE(engine.ok()) << engine.status();
+    std::vector<std::shared_ptr<Sink>> sinks;
+    for (const auto& r : requests) {
+      sinks.push_back(std::make_shared<Sink>());
+      EXPECT_TRUE((*engine)->Submit(r, sinks.back()).ok());
+    }
+    std::vector<engine::StreamSummary> out;
+    for (auto& sink : sinks) {
+      auto summary = sink->Wait();
+      EXPECT_TRUE(summary.ok()) << summary.status();
+      out.push_back(summary.ok() ? *summary : engine::StreamSummary{});
+    }
+    return out;
+  }
+
+  std::unique_ptr<backend::Backend> backend_;
+  std::unique_ptr<target::TargetModel> model_;
+  engine::VerifierInfo info_;
+  std::vector<int64_t> taps_;
+  std::unique_ptr<device::CudaLogitsSampler> device_sampler_;
+  std::unique_ptr<TargetVerifier> plain_;  // Logits downloaded, sampled by the engine's sampler.
+  std::unique_ptr<engine::TokenSampler> sampler_ = MakeKeyedTokenSampler();
+};
+
+TEST_P(TargetVerifierCudaTest, DeviceDrawsEqualTheHostSamplersOverTheSameLogits) {
+  TargetVerifierOptions options;
+  options.prefill_chunk_rows = 5;
+  options.sampler = device_sampler_.get();
+  TargetVerifier sampling(model_.get(), info_, options);
+  std::mt19937 rng(3);
+  for (const float temperature : {0.0f, 0.9f}) {
+    engine::SamplingOptions o;
+    o.temperature = temperature;
+    o.top_p = temperature > 0 ? 0.95f : 1.0f;
+    o.seed = 4242;
+    const auto prompt = Tokens(rng, 13);
+    auto host_seq = *plain_->NewSequence();
+    auto device_seq = *sampling.NewSequence();
+    engine::WindowOutput host_out, device_out;
+    engine::PrefillControl control;
+    control.sampling = &o;
+    ASSERT_TRUE(host_seq->Prefill(prompt, taps_, {}, &host_out).ok());
+    ASSERT_TRUE(device_seq->Prefill(prompt, taps_, control, &device_out).ok());
+    ASSERT_EQ(device_out.tokens.size(), 1u);
+    auto first = sampler_->Sample(host_out.logits, o, static_cast<int64_t>(prompt.size()));
+    ASSERT_TRUE(first.ok());
+    EXPECT_EQ(device_out.tokens[0], *first);
+    for (int round = 0; round < 4; ++round) {
+      const std::vector<uint32_t> window = Tokens(rng, 1 + 5 * round);
+      ASSERT_TRUE(host_seq->Verify(window, taps_, &host_out).ok());
+      engine::VerifyJob job{device_seq.get(), window, taps_, &device_out, {}, &o};
+      sampling.VerifyBatch(absl::MakeSpan(&job, 1));
+      ASSERT_TRUE(job.status.ok()) << job.status;
+      ASSERT_EQ(device_out.tokens.size(), window.size());
+      EXPECT_TRUE(device_out.logits.empty());  // Only ids came down.
+      for (size_t r = 0; r < window.size(); ++r) {
+        auto want = sampler_->Sample(
+            absl::MakeConstSpan(host_out.logits).subspan(r * info_.vocab_size, info_.vocab_size), o,
+            host_seq->length() + static_cast<int64_t>(r) + 1);
+        ASSERT_TRUE(want.ok());
+        EXPECT_EQ(device_out.tokens[r], *want) << "t " << temperature << " round " << round;
+      }
+      const int64_t keep = 1 + round % static_cast<int64_t>(window.size());
+      ASSERT_TRUE(host_seq->Commit(keep).ok());
+      ASSERT_TRUE(device_seq->Commit(keep).ok());
+      std::vector<float> a, b;
+      ASSERT_TRUE(host_seq->ReadTaps(keep, &a).ok());
+      ASSERT_TRUE(device_seq->ReadTaps(keep, &b).ok());
+      EXPECT_EQ(cuda::testing::BitMismatches(a, b), 0u);
+    }
+  }
+  EXPECT_CUDA_CLEAN();
+}
+
+TEST_P(TargetVerifierCudaTest, TapsFusedOnTheGpuAreTheDraftersFuseTaps) {
+  const std::string dir = testing::WriteRandomDrafter(
+      GetParam() == Family::kQwen3 ? "verifier_cuda_fuser_qwen3" : "verifier_cuda_fuser_qwen35",
+      false, 23, info_.hidden_size, info_.vocab_size, taps_);
+  auto fuser = engine::TapFuser::Open(dir, backend_.get());
+  ASSERT_TRUE(fuser.ok()) << fuser.status();
+  auto drafter = drafter::DrafterModel::Open(dir, {});  // On the CPU: the reference.
+  ASSERT_TRUE(drafter.ok()) << drafter.status();
+  TargetVerifierOptions options;
+  options.prefill_chunk_rows = 4;
+  options.fuser = fuser->get();
+  TargetVerifier fusing(model_.get(), info_, options);
+  const int64_t width = (*fuser)->fused_width();
+  std::mt19937 rng(5);
+  const auto prompt = Tokens(rng, 18);
+  auto raw_seq = *plain_->NewSequence();
+  auto fused_seq = *fusing.NewSequence();
+  engine::WindowOutput raw_out, fused_out;
+  ASSERT_TRUE(raw_seq->Prefill(prompt, taps_, {}, &raw_out).ok());
+  ASSERT_TRUE(fused_seq->Prefill(prompt, taps_, {}, &fused_out).ok());
+  ASSERT_TRUE(fused_out.taps_fused);
+  std::vector<float> want(prompt.size() * width);
+  ASSERT_TRUE((*drafter)->FuseTaps(raw_out.taps.data(), prompt.size(), want.data()).ok());
+  EXPECT_LE(cuda::testing::RelFro(fused_out.taps, want), 1e-5);
+  const std::vector<uint32_t> window = Tokens(rng, 6);
+  ASSERT_TRUE(raw_seq->Verify(window, taps_, &raw_out).ok());
+  ASSERT_TRUE(fused_seq->Verify(window, taps_, &fused_out).ok());
+  ASSERT_TRUE(raw_seq->Commit(4).ok());
+  ASSERT_TRUE(fused_seq->Commit(4).ok());
+  std::vector<float> raw_kept, fused_kept(1, -1.0f);
+  ASSERT_TRUE(raw_seq->ReadTaps(4, &raw_kept).ok());
+  ASSERT_TRUE(fused_seq->ReadTaps(4, &fused_kept).ok());
+  std::vector<float> want_kept(4 * width);
+  ASSERT_TRUE((*drafter)->FuseTaps(raw_kept.data(), 4, want_kept.data()).ok());
+  ASSERT_EQ(fused_kept.size(), want_kept.size());
+  EXPECT_LE(cuda::testing::RelFro(fused_kept, want_kept), 1e-5);
+  EXPECT_CUDA_CLEAN();
+}
+
+TEST_P(TargetVerifierCudaTest, DraftedEqualsPlainAndConcurrentEqualsSoloOnTheGpu) {
+  TargetVerifierOptions options;
+  options.prefill_chunk_rows = 5;
+  options.sampler = device_sampler_.get();
+  TargetVerifier sampling(model_.get(), info_, options);
+  std::vector<engine::EngineRequest> requests;
+  for (int which = 0; which < 4; ++which) requests.push_back(Request(which));
+  Completions plain;  // Solo, no drafter, sampled on the host from downloaded logits.
+  for (const auto& r : requests) {
+    const engine::StreamSummary s = Run(*plain_, 1, nullptr, {r})[0];
+    plain[r.prompt_ids] = s.completion_ids;
+    ASSERT_EQ(static_cast<int>(s.completion_ids.size()), r.max_tokens);
+    // The same, sampled on the device.
+    EXPECT_EQ(Run(sampling, 1, nullptr, {r})[0].completion_ids, s.completion_ids);
+  }
+  engine::DrafterInfo drafter;
+  drafter.block_size = 5;
+  drafter.head_variant = "oracle";
+  drafter.vocab_size = info_.vocab_size;
+  drafter.target_layer_ids = taps_;
+  drafter.tap_width = static_cast<int>(taps_.size()) * info_.hidden_size;
+  drafter.max_streams = 16;
+  drafter.max_context = 1 << 20;
+  OracleDrafter oracle(drafter, &plain);
+  for (int parallel : {1, 2, 4}) {
+    for (int repeat = 0; repeat < 2; ++repeat) {
+      engine::InProcessDraftChannel channel(&oracle);
+      const auto together = Run(sampling, parallel, &channel, requests);
+      int64_t accepted = 0;
+      for (size_t i = 0; i < requests.size(); ++i) {
+        EXPECT_EQ(together[i].completion_ids, plain[requests[i].prompt_ids])
+            << "parallel " << parallel << ", repeat " << repeat << ", request " << i;
+        EXPECT_EQ(together[i].drafted > 0, requests[i].draft) << "request " << i;
+        accepted += together[i].accepted;
+      }
+      EXPECT_GT(accepted, 0) << "parallel " << parallel;
+    }
+  }
+  EXPECT_CUDA_CLEAN();
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, TargetVerifierCudaTest,
+                         ::testing::Values(Family::kQwen3, Family::kQwen35));
+
+}  // namespace
+}  // namespace twinspan::serving
