@@ -119,6 +119,12 @@ absl::Status Drafter::AppendTaps(DraftStream& stream, TapForm form, std::span<co
   return model_->AppendTapsLocked(stream, form, taps.data(), rows);
 }
 
+absl::Status Drafter::AppendTapsInBackend(DraftStream& stream, TapForm form, const float* taps,
+                                          int64_t rows) const {
+  absl::MutexLock lock(&model_->mu());
+  return model_->AppendTapsLocked(stream, form, taps, rows, /*in_backend=*/true);
+}
+
 absl::Status Drafter::ScaleAndCap(int64_t rows, int64_t columns) const {
   const DrafterConfig& config = model_->config();
   if (config.output_multiplier == 1.0f && config.final_logit_softcapping <= 0.0f) {

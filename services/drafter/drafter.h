@@ -85,6 +85,11 @@ class Drafter {
   // InvalidArgument when taps.size() != rows * width; ResourceExhausted past the capacity.
   absl::Status AppendTaps(DraftStream& stream, TapForm form, std::span<const float> taps,
                           int64_t rows) const;
+  // The same for `rows` rows already in the model's backend memory, from `taps` on (a target on
+  // this backend with ForwardRequest::taps_out): copied there, never through the host.
+  // InvalidArgument for rows < 0; ResourceExhausted past the capacity; the backend's errors.
+  absl::Status AppendTapsInBackend(DraftStream& stream, TapForm form, const float* taps,
+                                   int64_t rows) const;
 
   // Drafts B-1 tokens after `pending` (the token at position stream.context_length()).
   // InvalidArgument for a pending id outside the vocabulary, a block size outside [2, 16],

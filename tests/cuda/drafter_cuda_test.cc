@@ -8,6 +8,7 @@
 //    (the CUDA ops' sum orders; docs/cuda.md) with equal ids; the speculative loop with the
 //    target on the same GPU: output ids, accept lengths and every round's proposals exactly (the
 //    reference screened the target's and round 0's margins to >= 1e-3, far above 1e-5);
+//  - taps appended from GPU memory (AppendTapsInBackend) equal host taps bit for bit;
 //  - a Q4 drafter (linears quantized at load) on the GPU against the same on the CPU: rel_fro
 //    <= 1e-5, equal ids;
 //  - a drafter over a random EXL3 head (k 128, vocab 151,936, K = 3): on the GPU the two-span
@@ -147,6 +148,33 @@ INSTANTIATE_TEST_SUITE_P(
                       GoldenCase{"dflash2_identity", "dflash2_drafter_tiny/model_identity",
                                  "dflash2_drafter_tiny/reference_identity.safetensors", true}),
     [](const ::testing::TestParamInfo<GoldenCase>& info) { return info.param.name; });
+
+// Taps already on the GPU (a target's taps_out) append as host taps do, bit for bit.
+TEST(DrafterTapsCudaTest, TapsInTheBackendEqualHostTaps) {
+  auto ref = Checkpoint::Open(GoldenPath("dflash2_drafter_tiny/reference.safetensors"));
+  ASSERT_TRUE(ref.ok()) << ref.status();
+  const std::unique_ptr<backend::Backend> gpu = Cuda();
+  ASSERT_NE(gpu, nullptr);
+  auto d = OpenGolden(*gpu, "dflash2_drafter_tiny/model");
+  ASSERT_TRUE(d.ok()) << d.status();
+  const std::vector<float> taps = Floats(**ref, "target_hidden");
+  auto on_gpu = gpu->UploadFloats(taps);
+  ASSERT_TRUE(on_gpu.ok());
+  auto stream = (*d)->NewStream();
+  ASSERT_TRUE(stream.ok());
+  const int64_t width = static_cast<int64_t>(taps.size()) / 24;
+  // In two steps, the second from an offset: 10 rows, then 14.
+  ASSERT_TRUE((*d)->AppendTapsInBackend(**stream, TapForm::kRaw, (*on_gpu)->floats(), 10).ok());
+  ASSERT_TRUE(
+      (*d)->AppendTapsInBackend(**stream, TapForm::kRaw, (*on_gpu)->floats() + 10 * width, 14)
+          .ok());
+  auto got = (*d)->Propose(**stream, static_cast<int32_t>(Ints(**ref, "block_ids")[0]),
+                           {.want_logits = true});
+  ASSERT_TRUE(got.ok()) << got.status();
+  const Proposal want = ProposeOnReference(**d, **ref, {.want_logits = true});
+  EXPECT_EQ(got->ids, want.ids);
+  EXPECT_EQ(cuda::testing::BitMismatches(got->logits, want.logits), 0u);
+}
 
 TEST(DrafterQ4CudaTest, AQ4DrafterOnTheGpuEqualsTheCpuBackend) {
   auto ref = Checkpoint::Open(GoldenPath("dflash2_drafter_tiny/reference.safetensors"));
