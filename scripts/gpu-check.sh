@@ -15,7 +15,8 @@
 #       unpacks DEST/device.tar.xz, runs every *_cuda_test (TESTS: a grep -E filter of their
 #       names; each stopped after TEST_TIMEOUT seconds, default 300), then twinspan_gpu_bench_old (OLD_BENCH_ARGS, default the forward and head
 #       sections) if present and twinspan_gpu_bench (BENCH_ARGS; SKIP_BENCH=1 skips both), then
-#       the one-round benchmark on a synthetic 27B pair when ROUND=1 (ROUND_ARGS); writes logs under
+#       the one-round benchmark on a synthetic 27B pair when ROUND=1 (ROUND_ARGS; the pair is made
+#       under PAIR_DIR, default /tmp/twinspan-27b, unless already there); writes logs under
 #       $OUT (default ./gpu-out) and prints a short summary last.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -49,6 +50,8 @@ if [ "${1:-}" = bundle ]; then
       exl3_linear_cuda_test) golden="$golden exl3_linear" ;;
       target_cuda_test) golden="$golden hf_qwen3_tiny hf_qwen3_5_tiny exl3_qwen3_5_tiny exl3_qwen3_5_tiny_ref" ;;
       target_exl3_cuda_test) golden="$golden exl3_qwen3_tiny exl3_qwen3_tiny_ref" ;;
+      drafter_cuda_test) golden="$golden hf_qwen3_tiny dflash_drafter_tiny dflash2_drafter_tiny" ;;
+      drafted_plain_cuda_test) golden="$golden hf_qwen3_tiny hf_qwen3_5_tiny exl3_qwen3_5_tiny" ;;
     esac
   done
   rm -rf "$dest/bundle"
@@ -127,17 +130,20 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
 fi
 
 if [ "${ROUND:-0}" = 1 ] && [ -x "$bundle/bin/twinspan_round_bench" ]; then
+  # The pair of twinspan-synth (~14.2 GB target, 1.4 GB Q4 drafter), made once per machine.
   pair=${PAIR_DIR:-/tmp/twinspan-27b}
-  start=$SECONDS
-  for preset in qwen3.8-27b qwen3.8-27b-dflash2; do
-    [ -e "$pair/$preset/config.json" ] ||
-      "$bundle/run" twinspan-synth --preset "$preset" --out "$pair/$preset" --threads "$(nproc)" \
-        >"$out/synth-$preset.log" 2>&1 || status=1
+  for spec in "qwen3.8-27b target" "qwen3.8-27b-dflash2 drafter-q4 --drafter-bits 4"; do
+    read -r preset dir extra <<<"$spec"
+    [ -e "$pair/$dir/config.json" ] && continue
+    start=$SECONDS
+    # shellcheck disable=SC2086
+    "$bundle/run" twinspan-synth --preset "$preset" --out "$pair/$dir" --threads "$(nproc)" \
+      $extra >"$out/synth-$dir.log" 2>&1 || status=1
+    summary+=("twinspan-synth $preset: $((SECONDS - start)) s")
   done
-  summary+=("twinspan-synth: $((SECONDS - start)) s")
   # shellcheck disable=SC2086
-  run_bench twinspan_round_bench round.txt --target "$pair/qwen3.8-27b" \
-    --drafter "$pair/qwen3.8-27b-dflash2" --json "$out/round.json" ${ROUND_ARGS:-}
+  run_bench twinspan_round_bench round.txt --target "$pair/target" \
+    --drafter "$pair/drafter-q4" --json "$out/round.json" ${ROUND_ARGS:-}
 fi
 
 echo "==== summary"
@@ -147,5 +153,6 @@ for f in bench-old.txt bench.txt; do
   echo "-- $f"
   grep -E "^copy|^tuning|^  rows" "$out/$f" | sed -E "s/ \(p10[^)]*\)//; s/ read\+write//; s/exllamav3 stack/xl3/; s/ of copy//" | cut -c1-118
 done
-[ -e "$out/round.txt" ] && { echo "-- round.txt"; tail -15 "$out/round.txt"; }
+[ -e "$out/round.txt" ] && { echo "-- round.txt"; grep -E "^(load|copy|FAILED)" "$out/round.txt";
+  sed -n '/^==== summary/,$p' "$out/round.txt"; }
 exit $status

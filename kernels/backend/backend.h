@@ -29,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/exl3/span_view.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/candidate_selector.h"
 #include "kernels/cpu/dynamic_conv.h"
@@ -52,12 +53,22 @@ class Buffer {
   const float* floats() const { return static_cast<const float*>(data()); }
 };
 
-// A linear layer's weight in the backend's format (dense or EXL3, or a column view of one).
+// A linear layer's weight in the backend's format (dense, Q4, EXL3 or a column view of one).
 class LinearHandle {
  public:
   virtual ~LinearHandle() = default;
   virtual int64_t in_features() const = 0;
   virtual int64_t out_features() const = 0;
+};
+
+// The span views of one EXL3 head (exl3::MakeSpanViews) in the backend's format: the two-span head
+// of DESIGN.md, run by SpanLinear.
+class SpanHeadHandle {
+ public:
+  virtual ~SpanHeadHandle() = default;
+  virtual int64_t in_features() const = 0;
+  // Logits per packed row: the spans' sizes summed (exl3::PackedSize).
+  virtual int64_t columns() const = 0;
 };
 
 // An embedding table in the backend's memory.
@@ -122,6 +133,12 @@ class Backend {
       const cpu::EmbeddingTable& table) = 0;
   // A buffer holding `values` (norm weights, gates' constants, conv kernels).
   virtual absl::StatusOr<std::unique_ptr<Buffer>> UploadFloats(absl::Span<const float> values) = 0;
+  // The span views of one EXL3 head, for SpanLinear. Each view keeps the head's plan; a device
+  // backend shares the head's stored matrix when it uploaded it (UploadLinear) and otherwise
+  // uploads only the views' blocks. InvalidArgument for no views or views of different matrices;
+  // the upload's errors.
+  virtual absl::StatusOr<std::unique_ptr<SpanHeadHandle>> UploadSpanHead(
+      absl::Span<const exl3::SpanView> views) = 0;
   // An empty cache of `capacity` positions. ResourceExhausted naming the bytes.
   virtual absl::StatusOr<std::unique_ptr<KvCacheHandle>> NewKvCache(cpu::KvDtype dtype,
                                                                     int64_t capacity,
@@ -173,14 +190,25 @@ class Backend {
                                    const float* dynamic, const cpu::DynamicConvParams& params) = 0;
   virtual absl::Status TopK(const float* logits, float* values, int32_t* indices,
                             const cpu::TopKParams& params) = 0;
+  // packed[r, :] = the head's logits at its spans' columns, side by side in span order, from x
+  // [rows, in_features] (row stride x_stride); packed has row stride packed_stride >= columns().
+  // Bit-equal to the full head's logits at those columns (cpu/exl3_span_linear.h; on CUDA one
+  // launch for up to four spans). InvalidArgument for rows < 0 or a small stride.
+  virtual absl::Status SpanLinear(const float* x, int64_t x_stride, int64_t rows,
+                                  const SpanHeadHandle& head, float* packed,
+                                  int64_t packed_stride) = 0;
+  // ids[i] = the vocabulary id of packed column columns[i] of a row holding `spans` (host memory)
+  // side by side (cpu/span_ids.h): top-k columns of span logits become token ids on the backend.
+  // -1 stays -1. InvalidArgument for count < 0 or bad spans; the CPU backend also for a column
+  // outside [-1, columns), which a device backend maps to -1.
+  virtual absl::Status SpanIds(absl::Span<const exl3::ColumnSpan> spans, const int32_t* columns,
+                               int64_t count, int32_t* ids) = 0;
   // DFlash2's candidate selector walk (cpu/candidate_selector.h). Every span of `inputs` and
-  // `outputs`, and the codebooks' data, lie in this backend's memory. Sequential over the slots.
-  // (Optional until every backend has it: the default is Unimplemented naming the backend.)
-  virtual absl::Status SelectorWalk(const cpu::SelectorWalkInputs& /*inputs*/,
-                                    const cpu::SelectorWalkOutputs& /*outputs*/,
-                                    const cpu::SelectorWalkParams& /*params*/) {
-    return absl::UnimplementedError("SelectorWalk: not implemented by the " + name() + " backend");
-  }
+  // `outputs`, and the codebooks' data, lie in this backend's memory, except inputs.uniforms: host
+  // memory, like token ids (at most 64 values). Sequential over the slots.
+  virtual absl::Status SelectorWalk(const cpu::SelectorWalkInputs& inputs,
+                                    const cpu::SelectorWalkOutputs& outputs,
+                                    const cpu::SelectorWalkParams& params) = 0;
 };
 
 }  // namespace twinspan::backend

@@ -6,6 +6,7 @@
 #include <new>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_format.h"
@@ -17,6 +18,7 @@
 #include "kernels/cpu/causal_conv1d.h"
 #include "kernels/cpu/dynamic_conv.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/exl3_span_linear.h"
 #include "kernels/cpu/gated_delta_net.h"
 #include "kernels/cpu/gated_rms_norm.h"
 #include "kernels/cpu/kv_cache.h"
@@ -24,6 +26,7 @@
 #include "kernels/cpu/mul_sigmoid.h"
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
+#include "kernels/cpu/span_ids.h"
 #include "kernels/cpu/swiglu.h"
 #include "kernels/cpu/topk.h"
 
@@ -99,6 +102,20 @@ class CpuLinearHandle final : public backend::LinearHandle {
  private:
   const Registry* owner_;
   LinearWeight weight_;  // Shares the loaded values: uploading copies nothing.
+};
+
+class CpuSpanHeadHandle final : public backend::SpanHeadHandle {
+ public:
+  CpuSpanHeadHandle(const Registry* owner, std::vector<exl3::SpanView> views)
+      : owner_(owner), views_(std::move(views)) {}
+  int64_t in_features() const override { return views_[0].weight.k(); }
+  int64_t columns() const override { return exl3::PackedSize(views_); }
+  const Registry* owner() const { return owner_; }
+  const std::vector<exl3::SpanView>& views() const { return views_; }
+
+ private:
+  const Registry* owner_;
+  std::vector<exl3::SpanView> views_;  // Share the head's memory map: uploading copies nothing.
 };
 
 class CpuEmbeddingHandle final : public backend::EmbeddingHandle {
@@ -213,6 +230,23 @@ class CpuBackend final : public backend::Backend {
       const LinearWeight& weight) override {
     if (weight.empty()) return absl::InvalidArgumentError("UploadLinear: empty weight");
     return std::make_unique<CpuLinearHandle>(registry_.get(), weight);
+  }
+
+  absl::StatusOr<std::unique_ptr<backend::SpanHeadHandle>> UploadSpanHead(
+      absl::Span<const exl3::SpanView> views) override {
+    if (views.empty()) return absl::InvalidArgumentError("UploadSpanHead: no span views");
+    const exl3::Weight& first = views[0].weight;
+    for (size_t i = 0; i < views.size(); ++i) {
+      const exl3::Weight& w = views[i].weight;
+      if (w.name() != first.name() || w.k() != first.k() || w.stored_n() != first.stored_n() ||
+          w.bits() != first.bits() || w.plan() != first.plan()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "UploadSpanHead: view %d (\"%s\") is not of the matrix of view 0 (\"%s\")", i, w.name(),
+            first.name()));
+      }
+    }
+    return std::make_unique<CpuSpanHeadHandle>(
+        registry_.get(), std::vector<exl3::SpanView>(views.begin(), views.end()));
   }
 
   absl::StatusOr<std::unique_ptr<backend::EmbeddingHandle>> UploadEmbedding(
@@ -385,6 +419,33 @@ class CpuBackend final : public backend::Backend {
     return cpu::TopK(ctx_, Span(logits, n), Span(values, k), Span(indices, k), p);
   }
 
+  absl::Status SpanLinear(const float* x, int64_t x_stride, int64_t rows,
+                          const backend::SpanHeadHandle& head, float* packed,
+                          int64_t packed_stride) override {
+    ABSL_ASSIGN_OR_RETURN(const CpuSpanHeadHandle* h, Own<CpuSpanHeadHandle>("SpanLinear", head));
+    if (rows < 0 || packed_stride < head.columns()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("SpanLinear: rows %d, packed_stride %d for %d packed logits", rows,
+                          packed_stride, head.columns()));
+    }
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("SpanLinear", "x", x, Extent(rows, x_stride, head.in_features())));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("SpanLinear", "packed", packed, Extent(rows, packed_stride, head.columns())));
+    return cpu::Exl3SpanLinear(ctx_, x, x_stride, rows, h->views(), packed, packed_stride);
+  }
+
+  absl::Status SpanIds(absl::Span<const exl3::ColumnSpan> spans, const int32_t* columns,
+                       int64_t count, int32_t* ids) override {
+    if (count < 0) return absl::InvalidArgumentError(absl::StrFormat("SpanIds: count %d", count));
+    const size_t bytes = Packed(count, sizeof(int32_t));
+    ABSL_RETURN_IF_ERROR(CheckRange("SpanIds", "columns", columns, bytes));
+    ABSL_RETURN_IF_ERROR(CheckRange("SpanIds", "ids", ids, bytes));
+    return cpu::SpanIds(ctx_, std::span<const exl3::ColumnSpan>(spans.data(), spans.size()),
+                        Span(columns, count), Span(ids, count));
+  }
+
+  // inputs.uniforms are host memory (the contract's exception), so they are not range-checked.
   absl::Status SelectorWalk(const SelectorWalkInputs& in, const SelectorWalkOutputs& out,
                             const SelectorWalkParams& p) override {
     const auto bytes = [](auto span) { return span.size() * sizeof(span[0]); };
@@ -400,8 +461,6 @@ class CpuBackend final : public backend::Backend {
         CheckRange("SelectorWalk", "predecessor", in.predecessor.data, book(in.predecessor)));
     ABSL_RETURN_IF_ERROR(
         CheckRange("SelectorWalk", "successor", in.successor.data, book(in.successor)));
-    ABSL_RETURN_IF_ERROR(
-        CheckRange("SelectorWalk", "uniforms", in.uniforms.data(), bytes(in.uniforms)));
     ABSL_RETURN_IF_ERROR(
         CheckRange("SelectorWalk", "proposals", out.proposals.data(), bytes(out.proposals)));
     ABSL_RETURN_IF_ERROR(

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "common/exl3/span_view.h"
+#include "kernels/cpu/context.h"
 
 namespace twinspan::cpu {
 
@@ -18,6 +19,12 @@ namespace twinspan::cpu {
 absl::Status Exl3SpanLinear(const float* x, int64_t x_stride, int64_t rows,
                             std::span<const exl3::SpanView> views, float* packed,
                             int64_t packed_stride, int num_threads = 1);
+
+// The same on ctx's pool (the CPU backend's form, the twin of cuda::Exl3SpanLinear's signature):
+// each view splits into column blocks on the pool, which changes no bit.
+absl::Status Exl3SpanLinear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
+                            std::span<const exl3::SpanView> views, float* packed,
+                            int64_t packed_stride);
 
 }  // namespace twinspan::cpu
 

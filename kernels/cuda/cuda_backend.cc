@@ -2,30 +2,36 @@
 
 #include <cuda_runtime.h>
 
-#include <map>
+#include <algorithm>
 #include <span>
 #include <string>
-#include <tuple>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "kernels/cuda/add.cuh"
 #include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/candidate_selector.cuh"
 #include "kernels/cuda/causal_conv1d.cuh"
 #include "kernels/cuda/cuda_backend_handles.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/cuda_weight_store.h"
 #include "kernels/cuda/dynamic_conv.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/exl3_linear.cuh"
+#include "kernels/cuda/exl3_span_linear.cuh"
 #include "kernels/cuda/gated_delta_net.cuh"
 #include "kernels/cuda/gated_delta_net_gates.cuh"
 #include "kernels/cuda/gated_rms_norm.cuh"
 #include "kernels/cuda/kv_cache.cuh"
 #include "kernels/cuda/linear.cuh"
 #include "kernels/cuda/mul_sigmoid.cuh"
+#include "kernels/cuda/q4_linear.cuh"
 #include "kernels/cuda/rms_norm.cuh"
 #include "kernels/cuda/rope.cuh"
+#include "kernels/cuda/span_ids.cuh"
 #include "kernels/cuda/swiglu.cuh"
 #include "kernels/cuda/topk.cuh"
 
@@ -48,8 +54,8 @@ absl::Status CheckRange(const backend::Buffer& buffer, size_t offset, size_t byt
 
 class CudaBackend final : public backend::Backend {
  public:
-  CudaBackend(int device, cudaStream_t stream, cudaMemPool_t pool)
-      : device_(device), stream_(stream), pool_(pool) {}
+  CudaBackend(int device, cudaStream_t stream, cudaMemPool_t pool, int upload_threads)
+      : device_(device), stream_(stream), pool_(pool), weights_(upload_threads) {}
   ~CudaBackend() override {
     DeviceGuard guard(device_);
     exl3_workspace_.reset();
@@ -124,15 +130,13 @@ class CudaBackend final : public backend::Backend {
   absl::StatusOr<std::unique_ptr<backend::LinearHandle>> UploadLinear(
       const cpu::LinearWeight& weight) override {
     DeviceGuard guard(device_);
-    if (weight.empty()) return absl::InvalidArgumentError("UploadLinear: empty weight");
-    if (!weight.is_exl3()) {
-      ABSL_ASSIGN_OR_RETURN(DeviceDenseWeight dense, DeviceDenseWeight::Upload(weight));
-      return std::make_unique<CudaLinear>(std::move(dense));
-    }
-    ABSL_ASSIGN_OR_RETURN(std::shared_ptr<const DeviceExl3Weight> stored,
-                          StoredExl3(*weight.exl3()));
-    ABSL_ASSIGN_OR_RETURN(Exl3DeviceWeight view, stored->View(*weight.exl3()));
-    return std::make_unique<CudaLinear>(std::move(stored), view);
+    return weights_.UploadLinear(weight);
+  }
+
+  absl::StatusOr<std::unique_ptr<backend::SpanHeadHandle>> UploadSpanHead(
+      absl::Span<const exl3::SpanView> views) override {
+    DeviceGuard guard(device_);
+    return weights_.UploadSpanHead(std::span<const exl3::SpanView>(views.data(), views.size()));
   }
 
   absl::StatusOr<std::unique_ptr<backend::EmbeddingHandle>> UploadEmbedding(
@@ -179,8 +183,11 @@ class CudaBackend final : public backend::Backend {
                       const backend::LinearHandle& w, float* y, int64_t y_stride) override {
     ABSL_ASSIGN_OR_RETURN(const CudaLinear* linear, Ours<CudaLinear>(w, "Linear"));
     DeviceGuard guard(device_);
-    if (!linear->is_exl3()) {
+    if (linear->kind() == CudaLinear::Kind::kDense) {
       return cuda::Linear(Ctx(), x, x_stride, rows, linear->dense().view(), y, y_stride);
+    }
+    if (linear->kind() == CudaLinear::Kind::kQ4) {
+      return cuda::Q4Linear(Ctx(), x, x_stride, rows, linear->q4().view(), y, y_stride);
     }
     if (rows < 0) return absl::InvalidArgumentError(absl::StrFormat("Linear: rows %d", rows));
     if (rows == 0) return absl::OkStatus();
@@ -293,6 +300,51 @@ class CudaBackend final : public backend::Backend {
                       indices);
   }
 
+  // Up to kMaxExl3Spans spans a launch; each launch writes its spans' packed columns.
+  absl::Status SpanLinear(const float* x, int64_t x_stride, int64_t rows,
+                          const backend::SpanHeadHandle& head, float* packed,
+                          int64_t packed_stride) override {
+    ABSL_ASSIGN_OR_RETURN(const CudaSpanHead* h, Ours<CudaSpanHead>(head, "SpanLinear"));
+    if (rows < 0 || packed_stride < head.columns()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("SpanLinear: rows %d, packed_stride %d for %d packed logits", rows,
+                          packed_stride, head.columns()));
+    }
+    if (rows == 0) return absl::OkStatus();
+    DeviceGuard guard(device_);
+    const std::vector<Exl3DeviceSpan>& spans = h->spans();
+    int64_t column = 0;
+    for (size_t first = 0; first < spans.size(); first += kMaxExl3Spans) {
+      const int count = static_cast<int>(std::min<size_t>(kMaxExl3Spans, spans.size() - first));
+      ABSL_RETURN_IF_ERROR(
+          ReserveExl3Workspace(Exl3SpanLinearWorkspaceBytes(&spans[first], count, rows)));
+      Context ctx = Ctx();
+      ctx.workspace = exl3_workspace_->data();
+      ctx.workspace_bytes = exl3_workspace_->bytes();
+      ABSL_RETURN_IF_ERROR(Exl3SpanLinear(ctx, x, x_stride, rows, &spans[first], count,
+                                          packed + column, packed_stride));
+      for (int i = 0; i < count; ++i) column += spans[first + i].size;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status SpanIds(absl::Span<const exl3::ColumnSpan> spans, const int32_t* columns,
+                       int64_t count, int32_t* ids) override {
+    if (count < 0) return absl::InvalidArgumentError(absl::StrFormat("SpanIds: count %d", count));
+    DeviceGuard guard(device_);
+    return cuda::SpanIds(Ctx(), std::span<const exl3::ColumnSpan>(spans.data(), spans.size()),
+                         Span(columns, count), Span(ids, count));
+  }
+
+  absl::Status SelectorWalk(const cpu::SelectorWalkInputs& inputs,
+                            const cpu::SelectorWalkOutputs& outputs,
+                            const cpu::SelectorWalkParams& params) override {
+    DeviceGuard guard(device_);
+    return cuda::SelectorWalk(Ctx(), inputs, outputs, params);
+  }
+
+  cudaStream_t stream() const { return stream_; }
+
  private:
   Context Ctx() const {
     Context ctx;
@@ -325,30 +377,13 @@ class CudaBackend final : public backend::Backend {
                       "EXL3 workspace cudaMemsetAsync");
   }
 
-  // One device copy per stored matrix, shared by the matrix and all its column views.
-  absl::StatusOr<std::shared_ptr<const DeviceExl3Weight>> StoredExl3(const exl3::Weight& w) {
-    const auto key = std::make_tuple(w.name(), w.k(), w.stored_n(), w.bits());
-    if (auto it = exl3_weights_.find(key); it != exl3_weights_.end()) {
-      if (std::shared_ptr<const DeviceExl3Weight> stored = it->second.lock()) return stored;
-    }
-    if (w.first_column() != 0 || w.n() != w.stored_n()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "UploadLinear(\"%s\"): a column view; upload its stored matrix first", w.name()));
-    }
-    ABSL_ASSIGN_OR_RETURN(DeviceExl3Weight uploaded, DeviceExl3Weight::Upload(w));
-    auto stored = std::make_shared<const DeviceExl3Weight>(std::move(uploaded));
-    exl3_weights_[key] = stored;
-    return stored;
-  }
-
   // Constant after construction.
   const int device_;
   const cudaStream_t stream_;
   const cudaMemPool_t pool_;
   // Used by the issuing thread only (the backend is single-threaded by contract).
   std::unique_ptr<backend::Buffer> exl3_workspace_;
-  std::map<std::tuple<std::string, int64_t, int64_t, int>, std::weak_ptr<const DeviceExl3Weight>>
-      exl3_weights_;
+  CudaWeightStore weights_;
 };
 
 }  // namespace
@@ -383,7 +418,19 @@ absl::StatusOr<std::unique_ptr<backend::Backend>> NewCudaBackend(
     cudaStreamDestroy(stream);
     return s;
   }
-  return std::make_unique<CudaBackend>(options.device, stream, pool);
+  const int threads = options.upload_threads > 0
+                          ? options.upload_threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::make_unique<CudaBackend>(options.device, stream, pool, threads);
+}
+
+absl::StatusOr<cudaStream_t> CudaBackendStream(const backend::Backend& backend) {
+  const auto* cuda = dynamic_cast<const CudaBackend*>(&backend);
+  if (cuda == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("CudaBackendStream: the %s backend is not a CUDA backend", backend.name()));
+  }
+  return cuda->stream();
 }
 
 }  // namespace twinspan::cuda

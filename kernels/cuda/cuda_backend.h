@@ -8,6 +8,8 @@
 #ifndef TWINSPAN_KERNELS_CUDA_CUDA_BACKEND_H_
 #define TWINSPAN_KERNELS_CUDA_CUDA_BACKEND_H_
 
+#include <cuda_runtime.h>
+
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -22,12 +24,20 @@ struct CudaBackendOptions {
   int device = 0;
   // Bytes of freed pool memory kept for reuse instead of returned to the driver.
   uint64_t pool_release_threshold = std::numeric_limits<uint64_t>::max();
+  // Host threads relaying out each EXL3 weight at upload (0: the machine's hardware threads): the
+  // relayout touches every byte of the 27B's 13 GB of trellis.
+  int upload_threads = 0;
 };
 
 // A backend on options.device with its own stream and memory pool. InvalidArgument naming the
 // ordinal when the machine has no such device; Internal when CUDA cannot create the stream or
 // pool. The backend makes its device current around each call and restores the caller's.
 absl::StatusOr<std::unique_ptr<backend::Backend>> NewCudaBackend(const CudaBackendOptions& options);
+
+// The stream a CUDA backend issues its ops on, for benchmarks that time them with CUDA events or
+// queue their own kernels in order with them (tools/gpu/round_bench.cc). InvalidArgument for
+// another backend. The stream lives as long as the backend.
+absl::StatusOr<cudaStream_t> CudaBackendStream(const backend::Backend& backend);
 
 }  // namespace twinspan::cuda
 

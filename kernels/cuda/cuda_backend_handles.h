@@ -6,14 +6,17 @@
 
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "kernels/backend/backend.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/dense_weight.h"
 #include "kernels/cuda/embedding_table.h"
+#include "kernels/cuda/exl3_span_linear.cuh"
 #include "kernels/cuda/exl3_weight.h"
 #include "kernels/cuda/kv_cache.cuh"
+#include "kernels/cuda/q4_linear_weight.h"
 
 namespace twinspan::cuda {
 
@@ -74,28 +77,61 @@ class PoolBuffer final : public backend::Buffer {
   size_t bytes_ = 0;
 };
 
-// A dense weight (the CUDA Linear) or an EXL3 weight or column view (Exl3Linear).
+// A dense weight (the CUDA Linear), a Q4 weight (Q4Linear), or an EXL3 weight or column view
+// (Exl3Linear) whose device memory `owner` keeps alive.
 class CudaLinear final : public backend::LinearHandle {
  public:
+  enum class Kind { kDense, kQ4, kExl3 };
+
   explicit CudaLinear(DeviceDenseWeight dense)
-      : dense_(std::move(dense)),
+      : kind_(Kind::kDense),
+        dense_(std::move(dense)),
         in_features_(dense_.view().in_features),
         out_features_(dense_.view().out_features) {}
-  CudaLinear(std::shared_ptr<const DeviceExl3Weight> stored, const Exl3DeviceWeight& view)
-      : stored_(std::move(stored)), view_(view), in_features_(view.k), out_features_(view.n) {}
+  explicit CudaLinear(DeviceQ4Weight q4)
+      : kind_(Kind::kQ4),
+        q4_(std::move(q4)),
+        in_features_(q4_.view().k),
+        out_features_(q4_.view().n) {}
+  CudaLinear(std::shared_ptr<const void> owner, const Exl3DeviceWeight& view)
+      : kind_(Kind::kExl3),
+        owner_(std::move(owner)),
+        view_(view),
+        in_features_(view.k),
+        out_features_(view.n) {}
 
   int64_t in_features() const override { return in_features_; }
   int64_t out_features() const override { return out_features_; }
-  bool is_exl3() const { return stored_ != nullptr; }
+  Kind kind() const { return kind_; }
   const DeviceDenseWeight& dense() const { return dense_; }
+  const DeviceQ4Weight& q4() const { return q4_; }
   const Exl3DeviceWeight& exl3() const { return view_; }
 
  private:
+  Kind kind_;
   DeviceDenseWeight dense_;
-  std::shared_ptr<const DeviceExl3Weight> stored_;  // Shared by the views of one matrix.
+  DeviceQ4Weight q4_;
+  std::shared_ptr<const void> owner_;  // A DeviceExl3Weight shared by views, or DeviceExl3Views.
   Exl3DeviceWeight view_;
   int64_t in_features_ = 0;
   int64_t out_features_ = 0;
+};
+
+// The span views of one EXL3 head: Exl3SpanLinear's spans, in groups of kMaxExl3Spans a launch.
+class CudaSpanHead final : public backend::SpanHeadHandle {
+ public:
+  CudaSpanHead(std::vector<std::shared_ptr<const void>> owners, std::vector<Exl3DeviceSpan> spans)
+      : owners_(std::move(owners)), spans_(std::move(spans)) {
+    for (const Exl3DeviceSpan& s : spans_) columns_ += s.size;
+  }
+  int64_t in_features() const override { return spans_[0].view.k; }
+  int64_t columns() const override { return columns_; }
+  const std::vector<Exl3DeviceSpan>& spans() const { return spans_; }
+
+ private:
+  std::vector<std::shared_ptr<const void>> owners_;  // Keep the spans' device memory.
+  std::vector<Exl3DeviceSpan> spans_;
+  int64_t columns_ = 0;
 };
 
 class CudaEmbedding final : public backend::EmbeddingHandle {

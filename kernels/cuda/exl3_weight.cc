@@ -10,6 +10,7 @@
 #include "common/safetensors/half.h"
 #include "common/status.h"
 #include "kernels/cuda/exl3_layout.h"
+#include "kernels/cuda/exl3_relayout.h"
 
 namespace twinspan::cuda {
 
@@ -52,7 +53,7 @@ Exl3Codebook ToDevice(exl3::Codebook c) {
 
 }  // namespace
 
-absl::StatusOr<DeviceExl3Weight> DeviceExl3Weight::Upload(const exl3::Weight& w) {
+absl::StatusOr<DeviceExl3Weight> DeviceExl3Weight::Upload(const exl3::Weight& w, int threads) {
   if (w.first_column() != 0 || w.n() != w.stored_n() || w.k() <= 0)
     return absl::InvalidArgumentError(absl::StrFormat(
         "DeviceExl3Weight::Upload(\"%s\"): upload the stored matrix, not a view (first column %d, "
@@ -62,10 +63,9 @@ absl::StatusOr<DeviceExl3Weight> DeviceExl3Weight::Upload(const exl3::Weight& w)
   d.stored_ = w;
   d.buffers_ = std::make_shared<Buffers>();
   const size_t bytes = static_cast<size_t>(w.k()) * w.n() * w.bits() / 8;
-  std::vector<uint32_t> layout(bytes / sizeof(uint32_t));
-  ToExl3DeviceLayout(w.tile(0, 0), w.tile_row_stride(), w.k(), w.n(), w.bits(), layout.data());
+  const std::unique_ptr<uint32_t[]> layout = RelayoutExl3(w, threads);
   if (cudaMalloc(&d.buffers_->trellis, bytes) != cudaSuccess ||
-      cudaMemcpy(d.buffers_->trellis, layout.data(), bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+      cudaMemcpy(d.buffers_->trellis, layout.get(), bytes, cudaMemcpyHostToDevice) != cudaSuccess)
     return absl::InternalError(absl::StrFormat(
         "DeviceExl3Weight: cannot upload the %d-byte trellis of \"%s\"", bytes, w.name()));
   ABSL_RETURN_IF_ERROR(CopyHalves(w.suh(), &d.buffers_->suh, w.name() + ".suh"));

@@ -18,9 +18,9 @@ namespace twinspan::cuda {
 class DeviceExl3Weight {
  public:
   // Copies the stored matrix `w` (not a view: first_column() == 0 and n() == stored_n()) to the
-  // device in the layout of exl3_layout.h, synchronously. InvalidArgument for a view, Internal when
-  // an allocation or copy fails.
-  static absl::StatusOr<DeviceExl3Weight> Upload(const exl3::Weight& w);
+  // device in the layout of exl3_layout.h, synchronously, relaid out on `threads` host threads
+  // (exl3_relayout.h). InvalidArgument for a view, Internal when an allocation or copy fails.
+  static absl::StatusOr<DeviceExl3Weight> Upload(const exl3::Weight& w, int threads = 1);
 
   // The device view of `view`: the uploaded matrix itself or a column view of it, with the stored
   // matrix's plan. InvalidArgument when `view` is not of this stored matrix (other name, k, bits

@@ -27,14 +27,7 @@ absl::StatusOr<DraftHead> DraftHead::Create(backend::Backend& backend,
   head.hidden_size_ = h;
   if (lm_head.is_exl3()) {
     ABSL_ASSIGN_OR_RETURN(head.exl3_views_, exl3::MakeSpanViews(*lm_head.exl3(), variant.spans));
-    for (const exl3::SpanView& view : head.exl3_views_) {
-      ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::LinearHandle> handle,
-                            backend.UploadLinear(cpu::LinearWeight::Exl3(view.weight)));
-      head.view_handles_.push_back(std::move(handle));
-      ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> out,
-                            backend.AllocateFloats(kMaxHeadRows * view.weight.n()));
-      head.view_outputs_.push_back(std::move(out));
-    }
+    ABSL_ASSIGN_OR_RETURN(head.span_head_, backend.UploadSpanHead(head.exl3_views_));
   } else {
     std::vector<float> rows;
     rows.reserve(head.columns_ * h);
@@ -61,18 +54,7 @@ absl::Status DraftHead::Logits(backend::Backend& backend, const float* hidden,
   if (dense_spans_ != nullptr) {
     return backend.Linear(hidden, hidden_stride, rows, *dense_spans_, logits, columns_);
   }
-  int64_t packed = 0;  // The spans' logits side by side, in span order.
-  for (size_t i = 0; i < exl3_views_.size(); ++i) {
-    const exl3::SpanView& view = exl3_views_[i];
-    const int64_t n = view.weight.n();
-    float* out = view_outputs_[i]->floats();
-    ABSL_RETURN_IF_ERROR(backend.Linear(hidden, hidden_stride, rows, *view_handles_[i], out, n));
-    ABSL_RETURN_IF_ERROR(backend.Copy2D(logits + packed, columns_ * sizeof(float),
-                                        out + view.drop_front(), n * sizeof(float),
-                                        view.size() * sizeof(float), rows));
-    packed += view.size();
-  }
-  return absl::OkStatus();
+  return backend.SpanLinear(hidden, hidden_stride, rows, *span_head_, logits, columns_);
 }
 
 }  // namespace twinspan::drafter

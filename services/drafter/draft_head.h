@@ -1,7 +1,8 @@
 // The drafter's output head: the target's lm_head (dense or EXL3) restricted to a head variant's
 // spans, in the drafter's backend. For EXL3 each span runs as a view of whole 128-column blocks
-// that plans as the whole head does (exl3::MakeSpanViews), and the views' outputs are packed by
-// Copy2D, so its logits equal the full head's at the same columns bit for bit.
+// that plans as the whole head does (exl3::MakeSpanViews), and the backend's SpanLinear writes the
+// spans' logits side by side (one launch on CUDA), so its logits equal the full head's at the same
+// columns bit for bit.
 #ifndef TWINSPAN_SERVICES_DRAFTER_DRAFT_HEAD_H_
 #define TWINSPAN_SERVICES_DRAFTER_DRAFT_HEAD_H_
 
@@ -21,8 +22,8 @@ namespace twinspan::drafter {
 // Rows one Logits call takes: a block's proposals (B - 1 <= 15).
 inline constexpr int64_t kMaxHeadRows = 16;
 
-// Immutable after Create apart from its per-view output buffers, so calls must not overlap: the
-// Drafter makes them under its model's backend lock. Movable; must not outlive its backend.
+// Immutable after Create; calls issue backend ops, so they run under the Drafter's model's backend
+// lock. Movable; must not outlive its backend.
 class DraftHead {
  public:
   DraftHead() = default;
@@ -37,6 +38,8 @@ class DraftHead {
   const HeadVariant& variant() const { return variant_; }
   int64_t columns() const { return columns_; }
   int64_t hidden_size() const { return hidden_size_; }
+  // An EXL3 head's span views (empty for a dense head), for byte counts.
+  const std::vector<exl3::SpanView>& exl3_views() const { return exl3_views_; }
 
   // logits[rows, columns()] (row stride columns()) = the head's logits at the variant's columns,
   // in span order, from hidden [rows, H] (row stride hidden_stride); both in backend memory. Column
@@ -50,11 +53,10 @@ class DraftHead {
   int64_t columns_ = 0;
   int64_t hidden_size_ = 0;
   // Dense heads: one weight of the spans' rows, copied once (Linear's per-column Dot keeps them
-  // bit-identical to the full head). EXL3 heads: one column view per span and its output rows.
+  // bit-identical to the full head). EXL3 heads: the span views, uploaded as one span head.
   std::unique_ptr<backend::LinearHandle> dense_spans_;
   std::vector<exl3::SpanView> exl3_views_;
-  std::vector<std::unique_ptr<backend::LinearHandle>> view_handles_;
-  std::vector<std::unique_ptr<backend::Buffer>> view_outputs_;  // [kMaxHeadRows, view n]
+  std::unique_ptr<backend::SpanHeadHandle> span_head_;
 };
 
 }  // namespace twinspan::drafter

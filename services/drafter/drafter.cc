@@ -1,6 +1,7 @@
 #include "services/drafter/drafter.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_format.h"
 #include "common/safetensors/checkpoint.h"
@@ -22,8 +23,15 @@ absl::Status DownloadTo(backend::Backend& b, std::vector<T>& host, const backend
 }
 
 template <typename T>
-std::span<T> Span(const std::unique_ptr<backend::Buffer>& b, int64_t count) {
-  return {static_cast<T*>(b->data()), static_cast<size_t>(count)};
+std::span<T> Span(T* p, int64_t count) {
+  return {p, static_cast<size_t>(count)};
+}
+
+// Sections start on 64-byte lines, as every op's inputs may want.
+int64_t Section(int64_t& next, int64_t elements) {
+  const int64_t start = next;
+  next += (elements + 15) / 16 * 16;
+  return start;
 }
 
 }  // namespace
@@ -58,14 +66,15 @@ absl::StatusOr<std::unique_ptr<Drafter>> Drafter::Create(std::unique_ptr<Drafter
   const int64_t slots = kMaxHeadRows, rank = std::max<int64_t>(1, config.selector_rank);
   RoundBuffers r;
   ABSL_ASSIGN_OR_RETURN(r.logits, b.AllocateFloats(slots * draft_head.columns()));
-  ABSL_ASSIGN_OR_RETURN(r.top_values, b.AllocateFloats(slots * k));
   ABSL_ASSIGN_OR_RETURN(r.top_local, b.Allocate(slots * k * sizeof(int32_t)));
-  ABSL_ASSIGN_OR_RETURN(r.candidates, b.Allocate(slots * k * sizeof(int32_t)));
-  ABSL_ASSIGN_OR_RETURN(r.projected, b.AllocateFloats(slots * rank));
-  ABSL_ASSIGN_OR_RETURN(r.uniforms, b.AllocateFloats(slots));
-  ABSL_ASSIGN_OR_RETURN(r.proposals, b.Allocate(slots * sizeof(int32_t)));
-  ABSL_ASSIGN_OR_RETURN(r.scores, b.AllocateFloats(slots * k));
-  ABSL_ASSIGN_OR_RETURN(r.probabilities, b.AllocateFloats(slots * k));
+  r.candidates = Section(r.elements, slots * k);
+  r.top_values = Section(r.elements, slots * k);
+  r.proposals = Section(r.elements, slots);
+  r.scores = Section(r.elements, slots * k);
+  r.probabilities = Section(r.elements, slots * k);
+  r.projected = Section(r.elements, slots * rank);
+  static_assert(sizeof(int32_t) == sizeof(float));
+  ABSL_ASSIGN_OR_RETURN(r.results, b.AllocateFloats(r.elements));
   return std::unique_ptr<Drafter>(
       new Drafter(std::move(model), std::move(table), std::move(draft_head), std::move(r)));
 }
@@ -108,6 +117,12 @@ absl::Status Drafter::AppendTaps(DraftStream& stream, TapForm form, std::span<co
   }
   absl::MutexLock lock(&model_->mu());
   return model_->AppendTapsLocked(stream, form, taps.data(), rows);
+}
+
+absl::Status Drafter::AppendTapsInBackend(DraftStream& stream, TapForm form, const float* taps,
+                                          int64_t rows) const {
+  absl::MutexLock lock(&model_->mu());
+  return model_->AppendTapsLocked(stream, form, taps, rows, /*in_backend=*/true);
 }
 
 absl::Status Drafter::ScaleAndCap(int64_t rows, int64_t columns) const {
@@ -184,54 +199,57 @@ absl::StatusOr<Proposal> Drafter::Propose(DraftStream& stream, int32_t pending,
   ABSL_RETURN_IF_ERROR(head_.Logits(be, draft_hidden, h, slots, logits));
   ABSL_RETURN_IF_ERROR(ScaleAndCap(slots, proposal.columns));
 
+  // Top-k over the packed columns, mapped to token ids on the backend.
   const int64_t k = config.kind == DrafterKind::kDFlash2 ? config.selector_top_k : 1;
-  ABSL_RETURN_IF_ERROR(be.TopK(logits, round_.top_values->floats(),
-                               static_cast<int32_t*>(round_.top_local->data()),
+  const RoundBuffers& r = round_;
+  int32_t* top_local = static_cast<int32_t*>(r.top_local->data());
+  int32_t* candidates = r.at<int32_t>(r.candidates);
+  ABSL_RETURN_IF_ERROR(be.TopK(logits, r.at<float>(r.top_values), top_local,
                                {.rows = slots, .cols = proposal.columns, .k = k}));
-  std::vector<float> top_values;
-  std::vector<int32_t> top_ids;
-  ABSL_RETURN_IF_ERROR(DownloadTo(be, top_values, *round_.top_values, slots * k));
-  ABSL_RETURN_IF_ERROR(DownloadTo(be, top_ids, *round_.top_local, slots * k));
-  for (int32_t& id : top_ids) id = head_.variant().GlobalId(id);
+  ABSL_RETURN_IF_ERROR(be.SpanIds(head_.variant().spans, top_local, slots * k, candidates));
 
-  if (config.kind == DrafterKind::kDFlash) {
-    proposal.ids = std::move(top_ids);
-  } else {
+  if (config.kind == DrafterKind::kDFlash2) {
     const DeviceSelector& selector = *model_->device_weights().selector;
     const int64_t rank = config.selector_rank;
     ABSL_RETURN_IF_ERROR(be.Linear(draft_hidden, h, slots, *selector.hidden_projection,
-                                   round_.projected->floats(), rank));
-    ABSL_RETURN_IF_ERROR(
-        be.Upload(*round_.candidates, 0, top_ids.data(), top_ids.size() * sizeof(int32_t)));
-    if (sampled) {
-      ABSL_RETURN_IF_ERROR(
-          be.Upload(*round_.uniforms, 0, uniforms.data(), uniforms.size() * sizeof(float)));
-    }
+                                   r.at<float>(r.projected), rank));
     ABSL_RETURN_IF_ERROR(be.SelectorWalk(
-        {.candidate_ids = Span<const int32_t>(round_.candidates, slots * k),
-         .unary = Span<const float>(round_.top_values, slots * k),
-         .hidden_projection = Span<const float>(round_.projected, slots * rank),
+        {.candidate_ids = Span<const int32_t>(candidates, slots * k),
+         .unary = Span<const float>(r.at<float>(r.top_values), slots * k),
+         .hidden_projection = Span<const float>(r.at<float>(r.projected), slots * rank),
          .predecessor = selector.predecessor_view,
          .successor = selector.successor_view,
-         .uniforms = Span<const float>(round_.uniforms, sampled ? slots : 0)},
-        {.proposals = Span<int32_t>(round_.proposals, slots),
-         .scores = Span<float>(round_.scores, slots * k),
-         .probabilities = Span<float>(round_.probabilities, sampled ? slots * k : 0)},
+         .uniforms = sampled ? std::span<const float>(uniforms) : std::span<const float>()},
+        {.proposals = Span<int32_t>(r.at<int32_t>(r.proposals), slots),
+         .scores = Span<float>(r.at<float>(r.scores), slots * k),
+         .probabilities = Span<float>(r.at<float>(r.probabilities), sampled ? slots * k : 0)},
         {.slots = slots,
          .top_k = k,
          .rank = rank,
          .anchor_id = pending,
          .temperature = options.temperature}));
-    ABSL_RETURN_IF_ERROR(DownloadTo(be, proposal.ids, *round_.proposals, slots));
-    ABSL_RETURN_IF_ERROR(DownloadTo(be, proposal.walk_scores, *round_.scores, slots * k));
-    if (sampled) {
-      ABSL_RETURN_IF_ERROR(
-          DownloadTo(be, proposal.probabilities, *round_.probabilities, slots * k));
-    }
-    ABSL_RETURN_IF_ERROR(
-        DownloadTo(be, proposal.selector_projection, *round_.projected, slots * rank));
-    proposal.candidate_ids = std::move(top_ids);
-    proposal.candidate_logits = std::move(top_values);
+  }
+  // The one wait of the round: everything the host reads, in one copy.
+  std::vector<int32_t> results;
+  const int64_t read = config.kind == DrafterKind::kDFlash2 ? r.elements : r.top_values + slots * k;
+  ABSL_RETURN_IF_ERROR(DownloadTo(be, results, *r.results, read));
+  const auto ints = [&](int64_t section, int64_t n) {
+    return std::vector<int32_t>(results.begin() + section, results.begin() + section + n);
+  };
+  const auto floats = [&](int64_t section, int64_t n) {
+    std::vector<float> out(n);
+    std::memcpy(out.data(), results.data() + section, n * sizeof(float));
+    return out;
+  };
+  if (config.kind == DrafterKind::kDFlash) {
+    proposal.ids = ints(r.candidates, slots);
+  } else {
+    proposal.ids = ints(r.proposals, slots);
+    proposal.walk_scores = floats(r.scores, slots * k);
+    if (sampled) proposal.probabilities = floats(r.probabilities, slots * k);
+    proposal.selector_projection = floats(r.projected, slots * config.selector_rank);
+    proposal.candidate_ids = ints(r.candidates, slots * k);
+    proposal.candidate_logits = floats(r.top_values, slots * k);
   }
   if (options.want_logits) {
     ABSL_RETURN_IF_ERROR(DownloadTo(be, proposal.logits, *round_.logits, slots * proposal.columns));

@@ -85,6 +85,11 @@ class Drafter {
   // InvalidArgument when taps.size() != rows * width; ResourceExhausted past the capacity.
   absl::Status AppendTaps(DraftStream& stream, TapForm form, std::span<const float> taps,
                           int64_t rows) const;
+  // The same for `rows` rows already in the model's backend memory, from `taps` on (a target on
+  // this backend with ForwardRequest::taps_out): copied there, never through the host.
+  // InvalidArgument for rows < 0; ResourceExhausted past the capacity; the backend's errors.
+  absl::Status AppendTapsInBackend(DraftStream& stream, TapForm form, const float* taps,
+                                   int64_t rows) const;
 
   // Drafts B-1 tokens after `pending` (the token at position stream.context_length()).
   // InvalidArgument for a pending id outside the vocabulary, a block size outside [2, 16],
@@ -93,17 +98,24 @@ class Drafter {
                                    const ProposeOptions& options) const;
 
  private:
-  // A round's buffers past the block forward, for up to kMaxHeadRows proposals.
+  // A round's buffers past the block forward, for up to kMaxHeadRows proposals. What the host
+  // reads back sits in one buffer, so a round ends with one Download.
   struct RoundBuffers {
-    std::unique_ptr<backend::Buffer> logits;         // [slots, columns]
-    std::unique_ptr<backend::Buffer> top_values;     // [slots, k]
-    std::unique_ptr<backend::Buffer> top_local;      // int32 [slots, k] head columns
-    std::unique_ptr<backend::Buffer> candidates;     // int32 [slots, k] global ids (DFlash2)
-    std::unique_ptr<backend::Buffer> projected;      // [slots, r]
-    std::unique_ptr<backend::Buffer> uniforms;       // [slots]
-    std::unique_ptr<backend::Buffer> proposals;      // int32 [slots]
-    std::unique_ptr<backend::Buffer> scores;         // [slots, k]
-    std::unique_ptr<backend::Buffer> probabilities;  // [slots, k]
+    std::unique_ptr<backend::Buffer> logits;     // [slots, columns]
+    std::unique_ptr<backend::Buffer> top_local;  // int32 [slots, k] head columns
+    std::unique_ptr<backend::Buffer> results;    // the sections below, 4-byte elements
+    int64_t candidates = 0;     // int32 [slots, k] global ids (DFlash: the proposals)
+    int64_t top_values = 0;     // [slots, k]
+    int64_t proposals = 0;      // int32 [slots] (DFlash2)
+    int64_t scores = 0;         // [slots, k]
+    int64_t probabilities = 0;  // [slots, k]
+    int64_t projected = 0;      // [slots, r]
+    int64_t elements = 0;       // the sections' total
+
+    template <typename T>
+    T* at(int64_t section) const {
+      return static_cast<T*>(results->data()) + section;
+    }
   };
 
   Drafter(std::unique_ptr<DrafterModel> model, std::unique_ptr<backend::EmbeddingHandle> embedding,

@@ -107,7 +107,7 @@ absl::Status DrafterModel::ForwardBlock(DraftStream& stream, const float* embedd
 }
 
 absl::Status DrafterModel::AppendTapsLocked(DraftStream& stream, TapForm form, const float* taps,
-                                            int64_t rows) const {
+                                            int64_t rows, bool in_backend) const {
   const int64_t h = config_.hidden_size;
   const int64_t width = form == TapForm::kRaw ? config_.num_taps() * h : h;
   if (rows < 0) {
@@ -122,7 +122,9 @@ absl::Status DrafterModel::AppendTapsLocked(DraftStream& stream, TapForm form, c
   backend::Buffer& in = form == TapForm::kRaw ? *scratch_.raw : *scratch_.fused;
   for (int64_t r0 = 0; r0 < rows; r0 += kScratchRows) {
     const int64_t n = std::min(kScratchRows, rows - r0);
-    ABSL_RETURN_IF_ERROR(backend_->Upload(in, 0, taps + r0 * width, n * width * kFloat));
+    const size_t bytes = n * width * kFloat;
+    ABSL_RETURN_IF_ERROR(in_backend ? backend_->Copy(in.data(), taps + r0 * width, bytes)
+                                    : backend_->Upload(in, 0, taps + r0 * width, bytes));
     if (form == TapForm::kRaw) ABSL_RETURN_IF_ERROR(FuseLocked(n));
     ABSL_RETURN_IF_ERROR(AppendFusedLocked(stream, n));
   }

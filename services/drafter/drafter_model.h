@@ -112,10 +112,12 @@ class DrafterModel {
       ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- backend-memory steps (the Drafter's round), REQUIRES: mu() held --------------------------
-  // Appends host `taps` rows in `form` (raw rows are fused first), kScratchRows at a time.
-  // InvalidArgument for rows < 0; ResourceExhausted past the capacity, before anything is written.
-  absl::Status AppendTapsLocked(DraftStream& stream, TapForm form, const float* taps,
-                                int64_t rows) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Appends `taps` rows in `form` (raw rows are fused first), kScratchRows at a time: host rows
+  // are uploaded, rows `in_backend` memory (a target's taps_out on this backend) copied there.
+  // InvalidArgument for rows < 0; ResourceExhausted past the capacity, before anything is written;
+  // the backend's errors (the CPU backend's InvalidArgument for memory not its own).
+  absl::Status AppendTapsLocked(DraftStream& stream, TapForm form, const float* taps, int64_t rows,
+                                bool in_backend = false) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The block's input rows [kScratchRows, H]: write `rows` embeddings here before ForwardLocked.
   float* block_input() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return scratch_.state->floats(); }
   backend::Buffer* block_input_buffer() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {

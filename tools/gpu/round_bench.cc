@@ -1,0 +1,283 @@
+// twinspan_round_bench: one 27B-shaped speculative round on the GPU (DESIGN.md "One round", one
+// stream), timed against its bytes-over-bandwidth floor. Opens the synthetic Qwen3.8-27B EXL3
+// target and its DFlash2 drafter (twinspan-synth) on one CUDA backend (or two on one GPU),
+// prefills a random prompt, then times:
+//   round       verify [pending, 15 drafts] (16 rows; random weights accept nothing, so the window
+//               is padded with the drafts repeated), greedy selection on the device (TopK k = 1),
+//               commit, then one draft block: append the kept rows' taps, block forward of B rows,
+//               two-span head, top-k, selector walk;
+//   verify-N    the verify alone at 1, 8 and 16 rows (and 16 without taps), then Commit(0);
+//   draft       the draft block alone (one appended row).
+// On one backend the taps stay on the device (taps_out, AppendTapsInBackend); --host-taps and
+// --two-backends send them through the host.
+// Each: warm-up, then medians over --reps runs of wall time (host clock), GPU span (CUDA events)
+// and GPU-busy time (each segment queued behind a spin kernel, so launch gaps vanish); no CUDA
+// graph. The floor is the bytes each step moves (round_bytes.h) over the device-to-device copy
+// bandwidth measured in the same run. Any CUDA or Status error exits 1.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_format.h"
+#include "common/status.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "nlohmann/json.hpp"
+#include "services/drafter/drafter.h"
+#include "services/target/target_model.h"
+#include "tools/gpu/round_bytes.h"
+#include "tools/gpu/round_driver.h"
+#include "tools/gpu/round_timer.h"
+
+namespace twinspan::gpu {
+namespace {
+
+constexpr double kGoalUs = 5000.0, kTokensPerRound = 6.74;
+
+struct Flags {
+  std::string target, drafter, json, head = "two-span";
+  int64_t prompt = 300, context = 4096, verify_rows = 16, block = 0, keep = 0;
+  int reps = 20, warmup = 3;
+  bool two_backends = false, host_taps = false;
+};
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// The device-to-device copy bandwidth (read + write bytes over time) of 4 GiB, median of 10.
+absl::StatusOr<double> CopyBandwidth(backend::Backend& b, cudaStream_t stream, RoundTimer& timer) {
+  const size_t bytes = size_t{4} << 30;
+  ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> src, b.Allocate(bytes));
+  ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> dst, b.Allocate(bytes));
+  ABSL_RETURN_IF_ERROR(b.Zero(src->data(), bytes));
+  const Step copy{"copy",
+                  {{[&] {
+                      ABSL_RETURN_IF_ERROR(b.Copy(dst->data(), src->data(), bytes));
+                      return b.Synchronize();
+                    },
+                    stream}},
+                  nullptr};
+  ABSL_ASSIGN_OR_RETURN(const StepTimes t, timer.Time(copy, 2, 10));
+  return 2.0 * bytes / (t.span_us * 1e3);  // GB/s
+}
+
+class Bench {
+ public:
+  explicit Bench(const Flags& f) : f_(f) {}
+
+  absl::Status Run() {
+    auto start = std::chrono::steady_clock::now();
+    ABSL_ASSIGN_OR_RETURN(target_backend_, cuda::NewCudaBackend({}));
+    if (f_.two_backends) {
+      ABSL_ASSIGN_OR_RETURN(drafter_backend_, cuda::NewCudaBackend({}));
+    }
+    backend::Backend& tb = *target_backend_;
+    backend::Backend& db = f_.two_backends ? *drafter_backend_ : tb;
+    ABSL_ASSIGN_OR_RETURN(
+        target_, target::OpenTargetModel(f_.target, {.backend = &tb, .context = f_.context}));
+    const double target_s = Seconds(start);
+    start = std::chrono::steady_clock::now();
+    ABSL_ASSIGN_OR_RETURN(drafter_,
+                          drafter::Drafter::Open(
+                              f_.drafter, f_.target,
+                              {.model = {.backend = &db, .context = f_.context}, .head = f_.head}));
+    const double drafter_s = Seconds(start);
+    const bool q4 = drafter_->model().weights().layers[0].q_proj.is_q4();
+    std::printf(
+        "load: target %.1f s, drafter %.1f s (linears %s, head %s: %lld columns; taps %s)\n",
+        target_s, drafter_s, q4 ? "Q4" : "as stored, NOT Q4", f_.head.c_str(),
+        static_cast<long long>(drafter_->head().columns()),
+        f_.two_backends || f_.host_taps ? "through the host" : "on the device");
+    json_["load"] = {{"target_s", target_s}, {"drafter_s", drafter_s}, {"drafter_q4", q4}};
+
+    ABSL_ASSIGN_OR_RETURN(target_stream_, cuda::CudaBackendStream(tb));
+    ABSL_ASSIGN_OR_RETURN(drafter_stream_, cuda::CudaBackendStream(db));
+    ABSL_ASSIGN_OR_RETURN(RoundTimer timer, RoundTimer::Create());
+    ABSL_ASSIGN_OR_RETURN(copy_gbs_, CopyBandwidth(tb, target_stream_, timer));
+    std::printf("copy 4 GiB d2d: %.0f GB/s (read + write)\n", copy_gbs_);
+    json_["copy_gbs"] = copy_gbs_;
+
+    driver_ = std::make_unique<RoundDriver>(
+        *target_, *drafter_,
+        RoundOptions{.prompt = f_.prompt,
+                     .block = f_.block,
+                     .keep = f_.keep,
+                     .device_taps = !f_.two_backends && !f_.host_taps});
+    start = std::chrono::steady_clock::now();
+    ABSL_RETURN_IF_ERROR(driver_->Prefill());
+    std::printf("prefill: %lld tokens and the first block in %.2f s\n",
+                static_cast<long long>(f_.prompt), Seconds(start));
+    ABSL_ASSIGN_OR_RETURN(target_weights_, TargetWeightBytes(f_.target));
+    ABSL_ASSIGN_OR_RETURN(drafter_weights_, DrafterWeightBytes(f_.drafter, drafter_->head()));
+
+    const int64_t rows = f_.verify_rows;
+    ABSL_RETURN_IF_ERROR(Report(timer, "round", RoundStep(rows), RoundBytes(rows)));
+    for (const int64_t r : {int64_t{1}, int64_t{8}, int64_t{16}}) {
+      ABSL_RETURN_IF_ERROR(Report(timer, absl::StrFormat("verify-%d", r), VerifyStep(r, true),
+                                  TargetBytes(r, 0, true)));
+    }
+    ABSL_RETURN_IF_ERROR(
+        Report(timer, "verify-16-no-taps", VerifyStep(16, false), TargetBytes(16, 0, false)));
+    ABSL_RETURN_IF_ERROR(Report(timer, "draft", DraftStep(), DrafterBytes(1)));
+    ABSL_RETURN_IF_ERROR(tb.Synchronize());
+    ABSL_RETURN_IF_ERROR(db.Synchronize());
+    PrintSummary(target_s, drafter_s);
+    if (!f_.json.empty()) std::ofstream(f_.json) << json_.dump(2) << "\n";
+    return absl::OkStatus();
+  }
+
+ private:
+  // With two backends the commit runs on the target's stream and the draft on the drafter's, so
+  // the round's second half is two segments there.
+  Step RoundStep(int64_t rows) {
+    RoundDriver& d = *driver_;
+    Step step{"round", {{[&d, rows] { return d.Verify(rows, true); }, target_stream_}}, nullptr};
+    const auto note = [this, &d]() { kept_.push_back(d.last_keep()); };
+    if (!f_.two_backends) {
+      step.segments.push_back({[&d, note] {
+                                 ABSL_RETURN_IF_ERROR(d.Commit(false));
+                                 note();
+                                 return d.AppendAndDraft();
+                               },
+                               target_stream_});
+    } else {
+      step.segments.push_back({[&d, note] {
+                                 ABSL_RETURN_IF_ERROR(d.Commit(true));
+                                 note();
+                                 return absl::OkStatus();
+                               },
+                               target_stream_});
+      step.segments.push_back({[&d] { return d.AppendAndDraft(); }, drafter_stream_});
+    }
+    return step;
+  }
+  Step VerifyStep(int64_t rows, bool taps) {
+    RoundDriver& d = *driver_;
+    return {"verify", {{[&d, rows, taps] { return d.Verify(rows, taps); }, target_stream_}}, [&d] {
+              return d.Discard();
+            }};
+  }
+  Step DraftStep() {
+    RoundDriver& d = *driver_;
+    return {"draft", {{[&d] { return d.AppendOneAndDraft(); }, drafter_stream_}}, nullptr};
+  }
+
+  Bytes TargetBytes(int64_t rows, int64_t keep, bool taps) const {
+    Bytes b = target_weights_;
+    b += TargetStateBytes(target_->config(), rows, keep, driver_->target_length(),
+                          taps ? drafter_->config().num_taps() : 0);
+    return b;
+  }
+  Bytes DrafterBytes(int64_t appended) const {
+    Bytes b = drafter_weights_;
+    b += DrafterStateBytes(drafter_->config(), appended, driver_->block(),
+                           driver_->drafter_length(), drafter_->head().columns());
+    return b;
+  }
+  Bytes RoundBytes(int64_t rows) const {
+    const int64_t keep = f_.keep > 0 ? f_.keep : 1;
+    Bytes b = TargetBytes(rows, keep, true);
+    b += DrafterBytes(keep);
+    return b;
+  }
+
+  absl::Status Report(RoundTimer& timer, const std::string& name, const Step& step,
+                      const Bytes& bytes) {
+    kept_.clear();
+    ABSL_ASSIGN_OR_RETURN(const StepTimes t, timer.Time(step, f_.warmup, f_.reps));
+    const double floor_us = bytes.total() / (copy_gbs_ * 1e3);
+    std::printf(
+        "%-18s wall %8.0f us (p10 %.0f, p90 %.0f)  GPU span %8.0f  GPU busy %8.0f  "
+        "launch gaps %6.0f  floor %6.0f us (%.2f GB)  %.1fx floor\n",
+        name.c_str(), t.wall_us, t.wall_p10_us, t.wall_p90_us, t.span_us, t.busy_us,
+        t.wall_us - t.busy_us, floor_us, bytes.total() / 1e9, t.wall_us / floor_us);
+    nlohmann::json j = t.ToJson();
+    j["bytes"] = bytes.ToJson();
+    j["floor_us"] = floor_us;
+    if (!kept_.empty()) {
+      j["kept_rows"] = kept_;
+      double mean = 0;
+      for (const int64_t k : kept_) mean += static_cast<double>(k) / kept_.size();
+      std::printf("%-18s rows committed per round: %.2f on average\n", "", mean);
+    }
+    json_["steps"][name] = j;
+    times_[name] = t;
+    floors_[name] = floor_us;
+    return absl::OkStatus();
+  }
+
+  void PrintSummary(double target_s, double drafter_s) {
+    const StepTimes& r = times_["round"];
+    const double floor = floors_["round"];
+    json_["goal_us"] = kGoalUs;
+    json_["tokens_per_round"] = kTokensPerRound;
+    json_["tokens_per_s"] = kTokensPerRound * 1e6 / r.wall_us;
+    json_["cuda_graph"] = false;
+    std::printf("==== summary (no CUDA graph: launch gaps = wall - GPU busy)\n");
+    std::printf(
+        "round (verify %lld rows, commit, draft B=%lld%s): wall %.2f ms, GPU busy %.2f ms, "
+        "floor %.2f ms (%.1fx); goal 5 ms %s\n",
+        static_cast<long long>(f_.verify_rows), static_cast<long long>(driver_->block()),
+        f_.two_backends ? ", two backends" : "", r.wall_us / 1e3, r.busy_us / 1e3, floor / 1e3,
+        r.wall_us / floor, r.wall_us <= kGoalUs ? "met" : "NOT met");
+    std::printf("round: %.0f tokens/s at %.2f tokens per round (goal 1348; GPU busy alone: %.0f)\n",
+                kTokensPerRound * 1e6 / r.wall_us, kTokensPerRound,
+                kTokensPerRound * 1e6 / r.busy_us);
+    for (const char* s : {"verify-1", "verify-16", "draft"}) {
+      std::printf("%s: wall %.2f ms, GPU busy %.2f ms, floor %.2f ms\n", s, times_[s].wall_us / 1e3,
+                  times_[s].busy_us / 1e3, floors_[s] / 1e3);
+    }
+    std::printf("load: target %.1f s, drafter %.1f s; copy %.0f GB/s\n", target_s, drafter_s,
+                copy_gbs_);
+  }
+
+  const Flags f_;
+  std::unique_ptr<backend::Backend> target_backend_, drafter_backend_;
+  std::unique_ptr<target::TargetModel> target_;
+  std::unique_ptr<drafter::Drafter> drafter_;
+  std::unique_ptr<RoundDriver> driver_;
+  cudaStream_t target_stream_ = nullptr, drafter_stream_ = nullptr;
+  std::vector<int64_t> kept_;
+  Bytes target_weights_, drafter_weights_;
+  double copy_gbs_ = 0;
+  std::map<std::string, StepTimes> times_;
+  std::map<std::string, double> floors_;
+  nlohmann::json json_;
+};
+
+}  // namespace
+}  // namespace twinspan::gpu
+
+int main(int argc, char** argv) {
+  twinspan::gpu::Flags f;
+  CLI::App app{"twinspan_round_bench: one 27B-shaped speculative round on the GPU"};
+  app.add_option("--target", f.target, "Target checkpoint (twinspan-synth qwen3.8-27b)")
+      ->required();
+  app.add_option("--drafter", f.drafter, "Drafter checkpoint (qwen3.8-27b-dflash2)")->required();
+  app.add_option("--json", f.json, "Write the figures here");
+  app.add_option("--head", f.head, "Head variant");
+  app.add_option("--prompt", f.prompt, "Prompt tokens prefilled")->check(CLI::PositiveNumber);
+  app.add_option("--context", f.context, "Positions per sequence and stream");
+  app.add_option("--verify-rows", f.verify_rows, "Rows a round verifies")->check(CLI::Range(1, 16));
+  app.add_option("--block", f.block, "Draft block size (0: the drafter's)");
+  app.add_option("--keep", f.keep, "Rows a round commits (0: as greedy acceptance says)");
+  app.add_option("--reps", f.reps, "Timed runs per step")->check(CLI::Range(20, 10000));
+  app.add_option("--warmup", f.warmup, "Untimed runs first");
+  app.add_flag("--two-backends", f.two_backends, "Drafter on a second CUDA backend, same GPU");
+  app.add_flag("--host-taps", f.host_taps,
+               "Taps through the host even on one backend (two backends always do)");
+  CLI11_PARSE(app, argc, argv);
+  twinspan::gpu::Bench bench(f);
+  if (const absl::Status s = bench.Run(); !s.ok()) {
+    std::fprintf(stderr, "twinspan_round_bench: FAILED: %s\n", s.ToString().c_str());
+    std::printf("FAILED: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
