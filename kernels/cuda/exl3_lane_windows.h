@@ -124,6 +124,29 @@ TWINSPAN_HD void WindowStates(const uint32_t (&w)[K], uint32_t prev, uint32_t s[
   }
 }
 
+// 2-tile work items (9 rows and more) take tiles 2p and 2p+1 of a half-strip. A lane loads
+// PairLoadWords(K) words a k-step: for even K the K/2 words of the pair's regions (natural words
+// p*K/2 ..), for odd K all K words (the pair's regions then start mid-word).
+constexpr int PairLoadWords(int K) { return K % 2 == 0 ? K / 2 : K; }
+
+// The pair's words `c` placed so that tiles 2p and 2p+1 decode as tiles 0 and 1 (SendWord and
+// WindowStates read only the bits of their tile's region, so the rest may be anything).
+template <int K>
+TWINSPAN_HD void PairView(const uint32_t (&c)[PairLoadWords(K)], int p, uint32_t (&v)[K]) {
+  if constexpr (K % 2 == 0) {
+    for (int i = 0; i < K; ++i) v[i] = i < K / 2 ? c[i < K / 2 ? i : 0] : 0u;
+  } else {
+    constexpr int q = (K - 1) / 2;  // Tile 2's region starts at bit 16 of word q.
+    for (int i = 0; i < K; ++i) {
+      uint32_t shifted = 0;
+      if (q + i < K)
+        shifted = FunnelL(q + i + 1 < K ? c[q + i + 1 < K ? q + i + 1 : 0] : 0u,
+                          c[q + i < K ? q + i : 0], 16);
+      v[i] = p ? shifted : c[i];
+    }
+  }
+}
+
 }  // namespace twinspan::cuda::exl3_bits
 
 #endif  // TWINSPAN_KERNELS_CUDA_EXL3_LANE_WINDOWS_H_

@@ -20,6 +20,12 @@ constexpr int Exl3VectorWords(int bits) { return bits % 4 == 0 ? 4 : (bits % 2 =
 // Words of one 128-column block of a k-row weight: 16 * k * K bytes.
 constexpr int64_t Exl3BlockWords(int64_t k, int bits) { return k * 4 * bits; }
 
+// Word offset, inside a half-strip, of lane `lane`'s natural word `word` (0..bits-1).
+constexpr int Exl3LaneWordOffset(int bits, int lane, int word) {
+  return ((word / Exl3VectorWords(bits)) * 32 + lane) * Exl3VectorWords(bits) +
+         word % Exl3VectorWords(bits);
+}
+
 // Reorders a stored trellis (tile (tk, tn) at byte (tk * src_row_tiles + tn) * 32 * bits of
 // `src`, exl3's little-endian int16 storage, any alignment) of a k x n weight into `dst`, n / 128
 // blocks of Exl3BlockWords(k, bits) words. REQUIRES: k, n multiples of 128, 1 <= bits <= 8,

@@ -21,8 +21,9 @@ namespace ek = exl3_kernel;
 
 constexpr int64_t kMaxRowsPerLaunch = 64;
 constexpr size_t kAlign = 256;
-// Units-mode partials above this many bytes (wide heads at many rows) are not considered.
-constexpr size_t kUnitsScratchCap = size_t{64} << 20;
+// Units-mode partials of one launch stay under this many bytes: from 9 rows on (units only) a
+// launch takes fewer rows when they would not (the 27B's 1940-block head fits 64 rows).
+constexpr size_t kUnitsScratchCap = size_t{512} << 20;
 // Dynamic shared memory of the blocks of one SM.
 constexpr int kSmemPerSm = 200 * 1024;
 // Warps an SM needs to issue at its full rate (the decode has ILP, so fewer than 16).
@@ -46,6 +47,12 @@ struct Shape {
   size_t units_z(int m) const { return size_t{128} * nb * groups() * m; }
   size_t rounds_z(int m) const { return size_t{128} * nb * sk * m; }
   bool units_allowed(int m) const { return units_z(m) * sizeof(float) <= kUnitsScratchCap; }
+  // Rows of one launch: 64, or fewer (at least 8, where rounds remain) while units do not fit.
+  int launch_rows() const {
+    int m = kMaxRowsPerLaunch;
+    while (m > 8 && !units_allowed(m)) m /= 2;
+    return m;
+  }
 };
 
 struct WorkspaceLayout {
@@ -53,7 +60,7 @@ struct WorkspaceLayout {
 };
 
 WorkspaceLayout Layout(const Shape& s, int64_t rows) {
-  const int m = static_cast<int>(std::min(rows, kMaxRowsPerLaunch));
+  const int m = static_cast<int>(std::min<int64_t>(rows, s.launch_rows()));
   WorkspaceLayout l;
   l.xs = AlignUp(static_cast<size_t>(s.nb) * sizeof(int));
   // The rotation kernel's B fragments (more than 16 rows), with one spare k-tile.
@@ -77,14 +84,14 @@ struct Schedule {
 
 // One block per SM (or two of half the warps) holding all of the SM's warps: every item of a block
 // runs at once where it can, and blocks differ by at most one item.
-Schedule Plan(const Shape& s, int m, bool rounds, int sms, int blocks_per_sm,
-              bool rotation_kernel) {
+Schedule Plan(const Shape& s, int m, bool rounds, int sms, int blocks_per_sm, bool rotation_kernel,
+              int max_warps) {
   Schedule c;
-  const int ng = RowGroups(m), L = s.L(), per_major = 2 * s.nb;
+  const int ng = RowGroups(m), L = s.L(), per_major = 8 / ek::ItemTiles(ng) * s.nb;
   const int items = rounds ? per_major * s.sk : per_major * s.groups();
   const int bps = blocks_per_sm == 2 ? 2 : 1;
-  const int cap = ek::MaxWarps(ng) / bps;  // Warps per block.
-  if (rounds && cap < s.wk) return c;
+  const int cap = std::min(ek::MaxWarps(ng) / bps, max_warps > 0 ? max_warps : 1 << 20);
+  if (rounds && (cap < s.wk || ek::ItemTiles(ng) != 4)) return c;  // Rounds: 4-tile items only.
   const int blocks = std::min(sms * bps, items);
   const int ipb = (items + blocks - 1) / blocks;
   // Rounds: slots of WK warps (named barriers 1..15); units: one warp per item.
@@ -256,14 +263,15 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
   p.sk = s.sk;
   p.wk = s.wk;
 
-  for (int64_t r0 = 0; r0 < rows; r0 += kMaxRowsPerLaunch) {
-    const int m = static_cast<int>(std::min(rows - r0, kMaxRowsPerLaunch));
+  const int64_t launch_rows = s.launch_rows();
+  for (int64_t r0 = 0; r0 < rows; r0 += launch_rows) {
+    const int m = static_cast<int>(std::min(rows - r0, launch_rows));
     Schedule best;
     for (int rounds = 0; rounds < 2; ++rounds) {
       if (!rounds && !s.units_allowed(m)) continue;
       if (ctx.exl3_schedule != 0 && ctx.exl3_schedule != 1 + rounds) continue;
-      const Schedule c =
-          Plan(s, m, rounds, sms, ctx.exl3_blocks_per_sm, ctx.exl3_rotation_kernel == 1);
+      const Schedule c = Plan(s, m, rounds, sms, ctx.exl3_blocks_per_sm,
+                              ctx.exl3_rotation_kernel == 1, ctx.exl3_warps);
       if (c.feasible && (!best.feasible || c.cost < best.cost)) best = c;
     }
     if (!best.feasible)

@@ -36,8 +36,8 @@
 // only after that grid has finished.
 //
 // Measured (H200, docs/perf.md, 2026-12-01): the 27B's 401 linears at one row in 11.3 ms (the
-// previous kernel 14.4 ms, exllamav3 12.4 ms); steady state ~55% of the SM's issue rate (the lm_head
-// at K = 6: 2.35 TB/s), so the decode's instruction count, not HBM, is the limit.
+// previous kernel 14.4 ms, exllamav3 12.4 ms); steady state ~55% of the SM's issue rate (the
+// lm_head at K = 6: 2.35 TB/s), so the decode's instruction count, not HBM, is the limit.
 #ifndef TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
 #define TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
 
@@ -53,15 +53,29 @@ namespace twinspan::cuda::exl3_kernel {
 constexpr int kRotateWarps = 8;  // Per block of the rotation kernel.
 constexpr int kMaxSegments = 4;
 
-// Most warps of one block (one block per SM): its registers bound it (<= 102, 128 and 255 regs).
-__host__ __device__ constexpr int MaxWarps(int ng) { return ng == 1 ? 20 : (ng == 2 ? 16 : 8); }
+// Tiles (16 columns each) of one work item: a whole half-strip of 4 for up to 8 rows; 2 above, so
+// a warp's accumulators stay at 2 tiles x 8 rows x ... and more warps fit (each tile's column sums
+// are independent, so how many tiles a warp takes never changes a bit).
+__host__ __device__ constexpr int ItemTiles(int ng) { return ng == 1 ? 4 : 2; }
+
+// Most warps of one block (one block per SM): its registers bound it (<= 96, 96, 128, 168 regs).
+__host__ __device__ constexpr int MaxWarps(int ng) {
+  return ng == 1 ? 20 : (ng == 2 ? 20 : (ng == 4 ? 16 : 12));
+}
 constexpr float kHadScale = 0.08838834764831845f;  // 1/sqrt(128).
 
-// Half-strips each warp keeps in flight (~2 KB per warp at K <= 4; 64 rows need the registers for
-// accumulators). Even, so the two B-fragment buffers alternate across loop iterations.
+// Words a lane loads per k-step.
+template <int K, int NG>
+__host__ __device__ constexpr int StepWords() {
+  return ItemTiles(NG) == 4 ? K : exl3_bits::PairLoadWords(K);
+}
+
+// k-steps each warp keeps in flight in registers (~2 KB per warp at K <= 4 for 4-tile items; 64
+// rows need the registers for accumulators). Even, so the two B-fragment buffers alternate
+// across loop iterations.
 template <int K, int NG>
 __host__ __device__ constexpr int PrefetchSteps() {
-  return K <= 4 && NG < 8 ? 4 : 2;
+  return ItemTiles(NG) == 4 ? (K <= 4 ? 4 : 2) : (StepWords<K, NG>() <= 4 ? 4 : 2);
 }
 
 // B-fragment words of one k-tile for 8 * ng rows: [lane][ng][2].
@@ -171,15 +185,15 @@ __device__ __forceinline__ void Hadamard128(float v[4]) {
   }
 }
 
-// xh of one (row, 128-chunk) for this warp: lane l gets columns 128c + 4l .. + 3 as two fp16 pairs,
-// computed as the CPU op does (fp32 x * suh, butterfly, * 1/sqrt(128), round to fp16).
-__device__ __forceinline__ void RotateChunk(const float* x, const __half* suh, int col,
+// xh of one (row, 128-chunk) for this warp: lane l gets columns 128c + 4l .. + 3 of x (xv) times
+// suh (su) as two fp16 pairs, computed as the CPU op does (fp32 x * suh, butterfly, *
+// 1/sqrt(128), round to fp16). Whole warps only (shuffles).
+__device__ __forceinline__ void RotateChunk(const float4& xv, const float (&su)[4],
                                             uint32_t out[2]) {
-  const float4 xv = *reinterpret_cast<const float4*>(x + col);
   const float xs[4] = {xv.x, xv.y, xv.z, xv.w};
   float v[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) v[i] = __fmul_rn(xs[i], __half2float(suh[col + i]));
+  for (int i = 0; i < 4; ++i) v[i] = __fmul_rn(xs[i], su[i]);
   Hadamard128(v);
   const __half2 lo = __floats2half2_rn(__fmul_rn(v[0], kHadScale), __fmul_rn(v[1], kHadScale));
   const __half2 hi = __floats2half2_rn(__fmul_rn(v[2], kHadScale), __fmul_rn(v[3], kHadScale));
@@ -195,20 +209,38 @@ __device__ __forceinline__ int XsOffset(int row, int col, int ng) {
 }
 
 // Writes the B fragments of k-tiles [tk_lo, tk_hi) for rows 0..8*ng-1 (zeros from row m) to xs.
-// Called by whole warps; warp `w` of `warps` takes every warps-th (row, chunk).
+// Called by whole warps; warp `w` of `warps` takes every warps-th (8-row group, chunk), and loads
+// B (4 or 8) rows of the chunk before it rotates any: a warp waits for memory 8 / B times a task.
+template <int B>
 __device__ __forceinline__ void RotateRange(const LinearParams& p, int ng, int tk_lo, int tk_hi,
-                                            uint32_t* xs, int w, int warps, int rows_padded) {
+                                            uint32_t* xs, int w, int warps) {
   const int lane = threadIdx.x & 31;
   const int c0 = tk_lo / 8, c1 = (tk_hi + 7) / 8, chunks = c1 - c0;
-  for (int item = w; item < rows_padded * chunks; item += warps) {
-    const int row = item / chunks, col = (c0 + item % chunks) * 128 + lane * 4;
-    uint32_t h[2] = {0u, 0u};
-    if (row < p.m) RotateChunk(p.x + row * p.ldx, p.suh, col, h);
+  for (int task = w; task < ng * chunks; task += warps) {
+    const int r0 = task / chunks * 8, col = (c0 + task % chunks) * 128 + lane * 4;
     const int tk = col >> 4;
-    if (tk >= tk_lo && tk < tk_hi) {
-      uint32_t* t = xs + static_cast<int64_t>(tk - tk_lo) * XsWordsPerKtile(ng);
-      t[XsOffset(row, col, ng)] = h[0];
-      t[XsOffset(row, col + 2, ng)] = h[1];
+    const bool keep = tk >= tk_lo && tk < tk_hi;  // Per lane: the chunk may start before tk_lo.
+    uint32_t* t = xs + static_cast<int64_t>(tk - tk_lo) * XsWordsPerKtile(ng);
+    float su[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) su[i] = __half2float(p.suh[col + i]);
+#pragma unroll
+    for (int half = 0; half < 8; half += B) {
+      float4 xv[B];
+#pragma unroll
+      for (int i = 0; i < B; ++i)
+        if (r0 + half + i < p.m)
+          xv[i] = *reinterpret_cast<const float4*>(p.x + (r0 + half + i) * p.ldx + col);
+#pragma unroll
+      for (int i = 0; i < B; ++i) {
+        const int row = r0 + half + i;
+        uint32_t h[2] = {0u, 0u};
+        if (row < p.m) RotateChunk(xv[i], su, h);  // Uniform: every lane shuffles.
+        if (keep) {
+          t[XsOffset(row, col, ng)] = h[0];
+          t[XsOffset(row, col + 2, ng)] = h[1];
+        }
+      }
     }
   }
 }
@@ -219,8 +251,8 @@ __global__ void __launch_bounds__(32 * kRotateWarps)
     RotateKernel(const __grid_constant__ LinearParams p, uint32_t* xs) {
   WaitForPriorGrids();
   AllowNextGrid();
-  RotateRange(p, NG, 0, p.k / 16, xs, blockIdx.x * kRotateWarps + (threadIdx.x >> 5),
-              gridDim.x * kRotateWarps, 8 * NG);
+  RotateRange<8>(p, NG, 0, p.k / 16, xs, blockIdx.x * kRotateWarps + (threadIdx.x >> 5),
+                 gridDim.x * kRotateWarps);
 }
 
 // Asks L2 for `bytes` from `src` (sm_90+; nothing before), once per warp (a uniform instruction).
@@ -232,9 +264,9 @@ __device__ __forceinline__ void PrefetchL2(const void* src, uint32_t bytes) {
 
 // ---- the linear ------------------------------------------------------------------------------
 
-template <Cb CB, int K, int NG, int T>
+template <Cb CB, int K, int NG, int T, int TW>
 __device__ __forceinline__ void TileMma(const uint32_t (&w)[K], int lane,
-                                        const uint32_t (&bx)[NG][2], float (&acc)[4][NG][4]) {
+                                        const uint32_t (&bx)[NG][2], float (&acc)[TW][NG][4]) {
   uint32_t a[4];
   DecodeTileA<CB, K, T>(w, lane, a);
 #pragma unroll
@@ -294,9 +326,31 @@ __device__ __forceinline__ void Epilogue(const LinearParams& p, int b, int row) 
   }
 }
 
+// Decodes the tiles of one k-step (all 4 of the lane's half-strip words, or the pair of a 2-tile
+// item, as tiles 0 and 1 of its PairView) and multiplies each with the step's B fragments.
+template <Cb CB, int K, int NG>
+__device__ __forceinline__ void StepMma(const uint32_t (&w)[StepWords<K, NG>()], int pair, int lane,
+                                        const uint32_t (&bx)[NG][2],
+                                        float (&acc)[ItemTiles(NG)][NG][4]) {
+  if constexpr (ItemTiles(NG) == 4) {
+    TileMma<CB, K, NG, 0>(w, lane, bx, acc);
+    TileMma<CB, K, NG, 1>(w, lane, bx, acc);
+    TileMma<CB, K, NG, 2>(w, lane, bx, acc);
+    TileMma<CB, K, NG, 3>(w, lane, bx, acc);
+  } else {
+    uint32_t v[K];
+    exl3_bits::PairView<K>(w, pair, v);
+    TileMma<CB, K, NG, 0>(v, lane, bx, acc);
+    TileMma<CB, K, NG, 1>(v, lane, bx, acc);
+  }
+}
+
 template <Cb CB, int K, int NG>
 __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
     LinearKernel(const __grid_constant__ LinearParams p) {
+  constexpr int TW = ItemTiles(NG);       // Tiles of an item.
+  constexpr int kParts = 8 / TW;          // Items per column block and group.
+  constexpr int SW = StepWords<K, NG>();  // Words a lane loads per k-step.
   constexpr int D = PrefetchSteps<K, NG>();
   constexpr int V = Exl3VectorWords(K);
   constexpr int kStrip = 32 * K;  // Words of one half-strip.
@@ -308,10 +362,10 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   __shared__ int queued;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   const int kt = p.k >> 4, wk = p.wk, G = p.sk * wk, L = kt / G;
-  const int per_major = 2 * p.nb;  // Items per group (units) or per split (rounds).
+  const int per_major = kParts * p.nb;  // Items per group (units) or per split (rounds).
 
-  // This block's items [i0, i1); this warp's are i0 + lead + j * slots. Rounds: the WK warps of
-  // a slot share each item, warp wi taking group s * WK + wi.
+  // This block's items [i0, i1); this warp's are i0 + lead + j * slots. Rounds (4-tile items
+  // only): the WK warps of a slot share each item, warp wi taking group s * WK + wi.
   const int items = p.rounds ? per_major * p.sk : per_major * G;
   const int i0 = static_cast<int>(static_cast<int64_t>(items) * blockIdx.x / gridDim.x);
   const int i1 = static_cast<int>(static_cast<int64_t>(items) * (blockIdx.x + 1) / gridDim.x);
@@ -321,43 +375,68 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   const int n_items = i1 - i0 > lead ? (i1 - i0 - lead + slots - 1) / slots : 0;
   const int total = n_items * L;  // Steps of this warp.
 
-  auto item_at = [&](int j, int& b, int& h, int& g) {
+  // Item j of this warp: column block b, part q (the half for 4-tile items, the tile pair
+  // 2 * half + pair for 2-tile items) and group g.
+  auto item_at = [&](int j, int& b, int& q, int& g) {
     const int it = i0 + lead + j * slots;
     const int major = it / per_major, rem = it - major * per_major;
-    b = rem >> 1;
-    h = rem & 1;
+    b = rem / kParts;
+    q = rem - b * kParts;
     g = p.rounds ? major * wk + wi : major;
   };
-  auto item_trellis = [&](int j) {
-    int b, h, g;
-    item_at(j, b, h, g);
+  // The item's half-strips (all lanes) and the lane's first word in the first one.
+  auto item_strip = [&](int j, int& pair) {
+    int b, q, g;
+    item_at(j, b, q, g);
     const Segment& sg = p.seg[SegmentOf(p, b)];
-    return sg.trellis + (static_cast<int64_t>((b - sg.first) * 2 + h) * kt + g * L) * kStrip +
-           lane * V;
+    const int h = TW == 4 ? q : q >> 1;
+    pair = TW == 4 ? 0 : q & 1;
+    return sg.trellis + (static_cast<int64_t>((b - sg.first) * 2 + h) * kt + g * L) * kStrip;
+  };
+  auto lane_start = [&](const uint32_t* strip, int pair) {
+    if constexpr (TW == 2 && K % 2 == 0)  // The pair's first natural word, p * K / 2.
+      return strip + (pair ? Exl3LaneWordOffset(K, lane, K / 2) : Exl3LaneWordOffset(K, lane, 0));
+    else
+      return strip + lane * V;
   };
 
   if (threadIdx.x == 0) queued = 0;
   AllowNextGrid();
 
   // Weights first: they depend on nothing the previous grid writes.
-  uint32_t buf[D][K];
+  uint32_t buf[D][SW];
   const uint64_t policy = EvictFirstPolicy();
-  int pf_j = 0, pf_left = L;
-  const uint32_t* pf = n_items > 0 ? item_trellis(0) : p.seg[0].trellis;
-  auto load = [&](uint32_t(&dst)[K]) {
+  int pf_j = 0, pf_left = L, pf_pair = 0;
+  const uint32_t* strip0 = n_items > 0 ? item_strip(0, pf_pair) : p.seg[0].trellis;
+  const uint32_t* pf = lane_start(strip0, pf_pair);
+  // Offsets of a K = 6 pair's 2nd and 3rd words from its 1st (natural words 3p .. 3p + 2).
+  int k6_o1 = pf_pair ? 63 : 1;
+  auto load = [&](uint32_t(&dst)[SW]) {
+    if constexpr (TW == 4 || K % 2 == 1) {
 #pragma unroll
-    for (int v = 0; v < K / V; ++v) LoadVector<V>(pf + v * 32 * V, dst + v * V, policy);
+      for (int v = 0; v < K / V; ++v) LoadVector<V>(pf + v * 32 * V, dst + v * V, policy);
+    } else if constexpr (K % 4 == 0 || K == 2) {
+      LoadVector<SW>(pf, dst, policy);  // Contiguous: 2 or 4 words of one vector, or 1 word.
+    } else {
+      static_assert(K == 6, "even K is 2, 4, 6 or 8");
+      LoadVector<1>(pf, dst, policy);
+      LoadVector<1>(pf + k6_o1, dst + 1, policy);
+      LoadVector<1>(pf + 64, dst + 2, policy);
+    }
     pf += kStrip;
     if (--pf_left == 0) {
       pf_left = L;
-      if (++pf_j < n_items) pf = item_trellis(pf_j);
+      if (++pf_j < n_items) {
+        pf = lane_start(item_strip(pf_j, pf_pair), pf_pair);
+        k6_o1 = pf_pair ? 63 : 1;
+      }
     }
   };
   // L2 prefetch cursor, p.l2_ahead half-strips ahead of the register loads: it keeps HBM busy
   // beyond what D register stages can, and streams the first weights while the previous grid
-  // finishes.
-  int l2_j = 0, l2_left = L;
-  const uint32_t* l2 = pf - lane * V;
+  // finishes. Both pairs of a 2-tile half prefetch it (the second finds it in L2).
+  int l2_j = 0, l2_left = L, l2_pair = 0;
+  const uint32_t* l2 = strip0;
   auto prefetch_l2 = [&](int steps) {
     while (steps > 0 && l2_j < n_items) {
       const int n = steps < l2_left ? steps : l2_left;
@@ -367,7 +446,7 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
       steps -= n;
       if (l2_left == 0) {
         l2_left = L;
-        if (++l2_j < n_items) l2 = item_trellis(l2_j) - lane * V;
+        if (++l2_j < n_items) l2 = item_strip(l2_j, l2_pair);
       }
     }
   };
@@ -386,7 +465,7 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
     const int m0 = i0 / per_major, m1 = i1 > i0 ? (i1 - 1) / per_major : m0;
     tk_lo = m0 * span;
     const int tk_hi = (m1 + 1) * span;
-    RotateRange(p, NG, tk_lo, tk_hi, smem, warp, warps, 8 * NG);
+    RotateRange<NG == 1 ? 4 : 8>(p, NG, tk_lo, tk_hi, smem, warp, warps);  // 1 row: registers.
     xs = smem;
   }
   __syncthreads();
@@ -396,18 +475,18 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   const uint32_t red_s = smem_s + 4 * (p.red_offset + lead * p.m * 64);
   int* queue = reinterpret_cast<int*>(smem + p.list_offset);
 
-  float acc[4][NG][4];
+  float acc[TW][NG][4];
 #pragma unroll
-  for (int t = 0; t < 4; ++t)
+  for (int t = 0; t < TW; ++t)
 #pragma unroll
     for (int g = 0; g < NG; ++g)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[t][g][i] = 0.f;
 
-  // Compute cursor: current item (cb, ch, cg) and steps left in it. The next step's B fragments
+  // Compute cursor: current item (cb, cq, cg) and steps left in it. The next step's B fragments
   // are loaded one step ahead into the other of two buffers; xs has one spare k-tile at its end,
   // so the load past an item's last k-tile stays in bounds (and is redone for the next item).
-  int c_j = 0, c_left = L, cb = 0, ch = 0, cg = 0;
+  int c_j = 0, c_left = L, cb = 0, cq = 0, cg = 0;
   uint32_t bx[2][NG][2];
   uint32_t xaddr = 0;          // Shared byte address of this step's fragments (shared_xs).
   const uint32_t* xg = xs;     // Global pointer of this step's fragments (otherwise).
@@ -450,20 +529,20 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
       xg += kXs;
   };
   if (n_items > 0) {
-    item_at(0, cb, ch, cg);
+    item_at(0, cb, cq, cg);
     seek_xs(cg);
     load_bx(bx[0], 0);
   }
 
-  // Ends item (cb, ch, cg): its partial to z (units) or folded into the slot's split partial
+  // Ends item (cb, cq, cg): its partial to z (units) or folded into the slot's split partial
   // (rounds); the item that completes a column block queues it for the epilogue.
   auto finish_item = [&]() {
     const int gid = lane >> 2, tig = lane & 3;
     bool last = false;
     if (!p.rounds) {
-      float* zb = p.z + static_cast<int64_t>(cb * G + cg) * p.m * 128 + 64 * ch;
+      float* zb = p.z + static_cast<int64_t>(cb * G + cg) * p.m * 128 + 16 * TW * cq;
 #pragma unroll
-      for (int t = 0; t < 4; ++t)
+      for (int t = 0; t < TW; ++t)
 #pragma unroll
         for (int g = 0; g < NG; ++g)
 #pragma unroll
@@ -473,8 +552,8 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
           }
       __threadfence();
       __syncwarp();
-      if (lane == 0) last = atomicAdd(p.counters + cb, 1) == 2 * G - 1;
-    } else {
+      if (lane == 0) last = atomicAdd(p.counters + cb, 1) == kParts * G - 1;
+    } else if constexpr (TW == 4) {
       // Warp order: red = g(s,0); red = red + g(s,1); ...
       for (int w = 0; w < wk; ++w) {
         if (wi == w) {
@@ -496,7 +575,7 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
         NamedBarrier(1 + lead, 32 * wk);
       }
       const int64_t ldz = static_cast<int64_t>(p.nb) * 128;
-      float* zs = p.z + static_cast<int64_t>(cg / wk) * p.m * ldz + cb * 128 + 64 * ch;
+      float* zs = p.z + static_cast<int64_t>(cg / wk) * p.m * ldz + cb * 128 + 64 * cq;
       for (int i = wi * 32 + lane; i < p.m * 64; i += 32 * wk)
         __stcg(zs + (i >> 6) * ldz + (i & 63), LoadSharedF32(red_s + 4 * i));
       __threadfence();
@@ -509,13 +588,14 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
       queue[atomicAdd(&queued, 1)] = cb;
     }
 #pragma unroll
-    for (int t = 0; t < 4; ++t)
+    for (int t = 0; t < TW; ++t)
 #pragma unroll
       for (int g = 0; g < NG; ++g)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[t][g][i] = 0.f;
   };
 
+  int c_pair = TW == 4 ? 0 : cq & 1;
   for (int s0 = 0; s0 < total; s0 += D) {
     if (p.l2_ahead > 0) prefetch_l2(D);
 #pragma unroll
@@ -523,17 +603,15 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
       if (s0 + d < total) {
         uint32_t(&bcur)[NG][2] = bx[d & 1];
         load_bx(bx[(d + 1) & 1], 1);
-        TileMma<CB, K, NG, 0>(buf[d], lane, bcur, acc);
-        TileMma<CB, K, NG, 1>(buf[d], lane, bcur, acc);
-        TileMma<CB, K, NG, 2>(buf[d], lane, bcur, acc);
-        TileMma<CB, K, NG, 3>(buf[d], lane, bcur, acc);
+        StepMma<CB, K, NG>(buf[d], c_pair, lane, bcur, acc);
         if (s0 + d + D < total) load(buf[d]);
         advance_xs();
         if (--c_left == 0) {
           finish_item();
           c_left = L;
           if (++c_j < n_items) {
-            item_at(c_j, cb, ch, cg);
+            item_at(c_j, cb, cq, cg);
+            c_pair = TW == 4 ? 0 : cq & 1;
             seek_xs(cg);
             load_bx(bx[(d + 1) & 1], 0);
           }

@@ -87,6 +87,60 @@ TEST(Exl3DeviceLayoutTest, EveryLaneExtractsTheFormatsStatesForEveryWidth) {
   CheckWidth<8>(8);
 }
 
+// 2-tile items (9 rows and more): a lane loads the pair's words as the kernel does (natural words
+// p*K/2 .. p*K/2 + K/2 - 1 for even K, all K for odd K), and PairView must make tiles 2p and 2p+1
+// decode as tiles 0 and 1 do, to the format's states.
+template <int K>
+void CheckPairs(uint32_t seed) {
+  constexpr int kLoad = exl3_bits::PairLoadWords(K);
+  std::mt19937 rng(seed);
+  for (int trial = 0; trial < 64; ++trial) {
+    uint32_t w[32][K];
+    for (auto& lane : w)
+      for (uint32_t& word : lane) word = rng();
+    const std::vector<uint16_t> full[4] = {SimulatedStates<K, 0>(w), SimulatedStates<K, 1>(w),
+                                           SimulatedStates<K, 2>(w), SimulatedStates<K, 3>(w)};
+    for (int p = 0; p < 2; ++p) {
+      uint32_t v[32][K];
+      for (int l = 0; l < 32; ++l) {
+        uint32_t c[kLoad];
+        for (int i = 0; i < kLoad; ++i) c[i] = w[l][K % 2 == 0 ? p * K / 2 + i : i];
+        exl3_bits::PairView<K>(c, p, v[l]);
+      }
+      ASSERT_EQ((SimulatedStates<K, 0>(v)), full[2 * p]) << "K " << K << " pair " << p;
+      ASSERT_EQ((SimulatedStates<K, 1>(v)), full[2 * p + 1]) << "K " << K << " pair " << p;
+    }
+  }
+}
+
+TEST(Exl3DeviceLayoutTest, TilePairsDecodeAsTilesZeroAndOne) {
+  CheckPairs<1>(11);
+  CheckPairs<2>(12);
+  CheckPairs<3>(13);
+  CheckPairs<4>(14);
+  CheckPairs<5>(15);
+  CheckPairs<6>(16);
+  CheckPairs<7>(17);
+  CheckPairs<8>(18);
+}
+
+TEST(Exl3DeviceLayoutTest, PairLoadsAreTheKernelsOffsets) {
+  // The kernel loads a pair's words as one vector (K = 2, 4, 8) or, at K = 6, as three words at
+  // offsets 0, 1 or 63, and 64 from the first: they must be the natural words p*K/2 ...
+  for (int lane = 0; lane < 32; ++lane)
+    for (int p = 0; p < 2; ++p) {
+      for (int K : {2, 4, 8}) {
+        const int first = Exl3LaneWordOffset(K, lane, p * K / 2);
+        EXPECT_EQ(first % (K / 2), 0) << "K " << K;  // Aligned for its vector load.
+        for (int i = 0; i < K / 2; ++i)
+          EXPECT_EQ(Exl3LaneWordOffset(K, lane, p * K / 2 + i), first + i) << "K " << K;
+      }
+      const int first = Exl3LaneWordOffset(6, lane, 3 * p);
+      EXPECT_EQ(Exl3LaneWordOffset(6, lane, 3 * p + 1) - first, p ? 63 : 1);
+      EXPECT_EQ(Exl3LaneWordOffset(6, lane, 3 * p + 2) - first, 64);
+    }
+}
+
 TEST(Exl3DeviceLayoutTest, BlocksAreContiguousSoAViewIsAnOffset) {
   // Block b of the layout depends only on block b's tiles: a matrix of blocks 2..3 laid out alone
   // equals words [2, 4) * Exl3BlockWords of the whole matrix laid out.

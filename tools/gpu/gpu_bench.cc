@@ -85,7 +85,7 @@ class Bench {
     BENCH_CUDA(cudaMalloc(&y_, sizeof(float) * 64 * 248320));
     BENCH_CUDA(cudaMalloc(&packed_, sizeof(float) * 64 * 248320));
     BENCH_CUDA(FillRandomNormal(x_, 64 * 17408, 1, stream_));
-    workspace_bytes_ = 256 << 20;
+    workspace_bytes_ = size_t{640} << 20;  // Units partials of the head at 64 rows: 509 MB.
     BENCH_CUDA(cudaMalloc(&workspace_, workspace_bytes_));
     BENCH_CUDA(cudaMemsetAsync(workspace_, 0, workspace_bytes_, stream_));
     BENCH_CUDA(cudaMalloc(&scales_, sizeof(uint16_t) * 2 * 248320));
@@ -140,10 +140,11 @@ class Bench {
   }
 
   // Tuning knobs of cuda::Context (they change timings, never bits).
-  void set_tuning(int schedule, int blocks_per_sm, int l2_ahead) {
+  void set_tuning(int schedule, int blocks_per_sm, int l2_ahead, int warps) {
     schedule_ = schedule;
     blocks_per_sm_ = blocks_per_sm;
     l2_ahead_ = l2_ahead;
+    warps_ = warps;
   }
 
   cuda::Exl3DeviceWeight MakeWeight(const uint32_t* trellis, int64_t k, int64_t n, int bits) {
@@ -166,6 +167,7 @@ class Bench {
     ctx.exl3_schedule = schedule_;
     ctx.exl3_blocks_per_sm = blocks_per_sm_;
     ctx.exl3_l2_ahead = l2_ahead_;
+    ctx.exl3_warps = warps_;
     return ctx;
   }
 
@@ -324,6 +326,35 @@ class Bench {
     return absl::OkStatus();
   }
 
+  // What a launch costs with almost no weights: 401 launches of a 256 x 128 linear (16 KB) in one
+  // graph, so the forward's fixed cost per linear (ramp, rotation, fold, epilogue, launch) shows.
+  absl::Status Floor() {
+    ABSL_ASSIGN_OR_RETURN(auto copies, Copies(256, 128, 4));
+    std::printf("Launch floor: 401 launches of a 256 x 128 K = 4 linear, one CUDA graph\n");
+    for (int m : {1, 16, 64}) {
+      for (int i = 0; i < 401; ++i) ABSL_RETURN_IF_ERROR(Run(copies[i % copies.size()], m, y_));
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      BENCH_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+      for (int i = 0; i < 401; ++i) ABSL_RETURN_IF_ERROR(Run(copies[i % copies.size()], m, y_));
+      BENCH_CUDA(cudaStreamEndCapture(stream_, &graph));
+      BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+      ABSL_ASSIGN_OR_RETURN(Stats s, Time(
+                                         [&](int) -> absl::Status {
+                                           BENCH_CUDA(cudaGraphLaunch(exec, stream_));
+                                           return absl::OkStatus();
+                                         },
+                                         2, 20));
+      std::printf("  rows %2d: %.3f ms median, %.2f us a launch\n", m, s.median_us / 1e3,
+                  s.median_us / 401);
+      json_["floor"].push_back({{"rows", m}, {"median_us", s.median_us}, {"tuning", Tuning()}});
+      BENCH_CUDA(cudaGraphExecDestroy(exec));
+      BENCH_CUDA(cudaGraphDestroy(graph));
+    }
+    std::printf("\n");
+    return absl::OkStatus();
+  }
+
   // The head at K = 6: full, two-span (A = [0, 98304) + the last 64 blocks, of which the last 288
   // columns are kept), A + the 384-column tail; views keep the full head's plan and each span set
   // is one Exl3SpanLinear launch writing the packed logits.
@@ -396,7 +427,7 @@ class Bench {
   }
 
   std::string Tuning() const {
-    return absl::StrFormat("%d:%d:%d", schedule_, blocks_per_sm_, l2_ahead_);
+    return absl::StrFormat("%d:%d:%d:%d", schedule_, blocks_per_sm_, l2_ahead_, warps_);
   }
   nlohmann::json& json() { return json_; }
   const std::string& device() const { return device_; }
@@ -405,7 +436,7 @@ class Bench {
  private:
   cudaStream_t stream_ = nullptr;
   int reps_ = 30;
-  int schedule_ = 0, blocks_per_sm_ = 0, l2_ahead_ = 0;
+  int schedule_ = 0, blocks_per_sm_ = 0, l2_ahead_ = 0, warps_ = 0;
   int64_t spin_cycles_ = 0;
   std::string device_;
   int sms_ = 0;
@@ -433,17 +464,18 @@ absl::Status Main(const std::string& json_path, const std::string& sections,
   ABSL_RETURN_IF_ERROR(bench.Copy());
   auto has = [&](const char* s) { return sections.find(s) != std::string::npos; };
   for (size_t t = 0; t < tunings.size(); ++t) {
-    int schedule = 0, bps = 0, l2 = 0;
-    if (std::sscanf(tunings[t].c_str(), "%d:%d:%d", &schedule, &bps, &l2) != 3)
+    int schedule = 0, bps = 0, l2 = 0, warps = 0;
+    if (std::sscanf(tunings[t].c_str(), "%d:%d:%d:%d", &schedule, &bps, &l2, &warps) < 3)
       return absl::InvalidArgumentError("--tunings: \"" + tunings[t] +
-                                        "\" is not schedule:blocks_per_sm:l2_ahead");
-    bench.set_tuning(schedule, bps, l2);
+                                        "\" is not schedule:blocks_per_sm:l2_ahead[:warps]");
+    bench.set_tuning(schedule, bps, l2, warps);
     std::printf(
         "tuning: schedule %d (0 auto, 1 units, 2 rounds), blocks per SM %d (0 auto), L2 ahead %d "
-        "(0 auto, -1 off)\n\n",
-        schedule, bps, l2);
+        "(0 auto, -1 off), warps %d (0 all)\n\n",
+        schedule, bps, l2, warps);
     if (has("head")) ABSL_RETURN_IF_ERROR(bench.Head(6));
     if (has("forward")) ABSL_RETURN_IF_ERROR(bench.Forward(4, 6));
+    if (has("floor")) ABSL_RETURN_IF_ERROR(bench.Floor());
     if (t == 0 && has("linears")) ABSL_RETURN_IF_ERROR(bench.Linears(bits));
   }
   if (!json_path.empty()) {
@@ -459,15 +491,15 @@ absl::Status Main(const std::string& json_path, const std::string& sections,
 
 int main(int argc, char** argv) {
   CLI::App app{"Twinspan CUDA backend benchmark against the H200's copy bandwidth"};
-  std::string json, sections = "head,forward,linears";
+  std::string json, sections = "head,forward,floor,linears";
   std::vector<int> bits = {2, 3, 4, 5, 6};
   int reps = 30;
   std::vector<std::string> tunings = {"0:0:0"};
   app.add_option("--json", json, "write every number here");
   app.add_option("--tunings", tunings,
-                 "comma list of schedule:blocks_per_sm:l2_ahead to time (default 0:0:0)")
+                 "comma list of schedule:blocks_per_sm:l2_ahead[:warps] to time (default 0:0:0)")
       ->delimiter(',');
-  app.add_option("--sections", sections, "comma list of head, forward, linears");
+  app.add_option("--sections", sections, "comma list of head, forward, floor, linears");
   app.add_option("--bits", bits, "comma list of K values of the per-linear table")
       ->check(CLI::Range(1, 8))
       ->delimiter(',');
