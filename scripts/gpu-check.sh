@@ -3,8 +3,8 @@
 #   scripts/gpu-check.sh bundle [BUILD_DIR [DEST]]  (here, after building BUILD_DIR, default
 #       build-cuda; DEST default device): packs the GPU test and benchmark binaries and
 #       twinspan-synth with their shared libraries, the golden files they read and this script into
-#       DEST/device.tar.xz, for a GPU machine that lacks our libraries (xz shrinks the device code
-#       about sevenfold; one GPU call carries at most 64 MiB). ONLY=REGEX bundles the binaries whose
+#       DEST/device.tar.xz, for a GPU machine that lacks our libraries (xz with a 256 MiB dictionary
+#       packs the device code that every binary links once; one GPU call carries at most 64 MiB). ONLY=REGEX bundles the binaries whose
 #       names match and SKIP=REGEX drops some; each brings the golden data it reads. Three sets fit:
 #       the default (SKIP defaults to the two EXL3 tests), the EXL3 linear with the benches
 #       (ONLY='exl3_linear_cuda_test|bench' SKIP=, ~35 MB) and the EXL3 target (ONLY=target_exl3
@@ -72,7 +72,9 @@ if [ "${1:-}" = bundle ]; then
   cp "$here/gpu-check.sh" "$dest/gpu-check.sh"
   git log -1 --format='commit %H' > "$dest/commit"
   git status --porcelain --untracked-files=no | sed 's/^/modified: /' >> "$dest/commit"
-  tar -C "$dest" -cJf "$dest/device.tar.xz" bundle golden commit
+  # A dictionary larger than one binary: every test links the same device code, so it packs once.
+  tar -C "$dest" -cf - bundle golden commit | xz -T1 --lzma2=preset=6,dict=256MiB \
+    > "$dest/device.tar.xz"
   rm -rf "$dest/bundle" "$dest/golden"
   du -sh "$dest" | awk '{print "'"$dest"'/: "$1}'
   [ "$(du -sm "$dest" | cut -f1)" -lt 60 ] || echo "warning: $dest is over 60 MB; a GPU call carries 64 MiB"
