@@ -32,6 +32,10 @@ constexpr double kSaturatingWarps = 8;
 // K = 4; about 20 MB of the 60 MB L2 on an H200 with 20 warps per SM.
 constexpr int kL2AheadBytes = 8192;
 
+// Column blocks one launch may have: the counters take a fixed region at the workspace's start,
+// so no launch's partials ever land on another shape's counters, which must stay zero.
+constexpr int64_t kMaxBlocks = int64_t{1} << 14;
+
 size_t AlignUp(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 int RowGroups(int m) { return m <= 8 ? 1 : (m <= 16 ? 2 : (m <= 32 ? 4 : 8)); }
@@ -62,7 +66,7 @@ struct WorkspaceLayout {
 WorkspaceLayout Layout(const Shape& s, int64_t rows) {
   const int m = static_cast<int>(std::min<int64_t>(rows, s.launch_rows()));
   WorkspaceLayout l;
-  l.xs = AlignUp(static_cast<size_t>(s.nb) * sizeof(int));
+  l.xs = AlignUp(static_cast<size_t>(kMaxBlocks) * sizeof(int));
   // The rotation kernel's B fragments (more than 16 rows), with one spare k-tile.
   const size_t xs_bytes =
       m > 16 ? (s.kt() + 1) * ek::XsWordsPerKtile(RowGroups(m)) * sizeof(uint32_t) : 0;
@@ -190,8 +194,9 @@ absl::StatusOr<Shape> ShapeOf(const char* op, const Output* outs, int count) {
                           outs[i].keep_end, w.n));
     blocks += w.n / 128;
   }
-  if (blocks > (int64_t{1} << 24))
-    return absl::InvalidArgumentError(absl::StrFormat("%s: %d column blocks", op, blocks));
+  if (blocks > kMaxBlocks)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %d column blocks of 128 in one launch; at most %d", op, blocks, kMaxBlocks));
   s.nb = static_cast<int>(blocks);
   return s;
 }

@@ -35,8 +35,9 @@ struct Exl3DeviceWeight {
   int warps = 0;     // ... and warps per split (1..8). Never derived here.
 };
 
-// Stream and scratch of a launch. The workspace must be zeroed once when allocated (its counters);
-// every launch leaves them zero again. One workspace serves one stream at a time.
+// Stream and scratch of a launch. The workspace must be zeroed once when allocated (its counters,
+// at a fixed place for every shape); every launch leaves them zero again. One workspace serves
+// launches of any shapes on one stream at a time.
 struct Context {
   cudaStream_t stream = nullptr;
   void* workspace = nullptr;

@@ -56,23 +56,25 @@ absl::StatusOr<std::unique_ptr<Drafter>> OpenGolden(backend::Backend& b, const s
                         .head = "full"});
 }
 
-// Appends the reference's prompt taps and proposes after its anchor.
-Proposal ProposeOnReference(const Drafter& d, const Checkpoint& ref,
+// Appends the inputs' prompt taps and proposes after their anchor.
+Proposal ProposeOnReference(const Drafter& d, const Checkpoint& inputs,
                             const ProposeOptions& options) {
   auto stream = d.NewStream();
   EXPECT_TRUE(stream.ok()) << stream.status();
   if (!stream.ok()) return {};
-  const absl::Status s = d.AppendTaps(**stream, TapForm::kRaw, Floats(ref, "target_hidden"), 24);
+  const absl::Status s = d.AppendTaps(**stream, TapForm::kRaw, Floats(inputs, "target_hidden"), 24);
   EXPECT_TRUE(s.ok()) << s;
-  auto p = d.Propose(**stream, static_cast<int32_t>(Ints(ref, "block_ids")[0]), options);
+  auto p = d.Propose(**stream, static_cast<int32_t>(Ints(inputs, "block_ids")[0]), options);
   EXPECT_TRUE(p.ok()) << p.status();
   return p.ok() ? *std::move(p) : Proposal{};
 }
 
+// The identity model's reference stores its outputs only: the taps come from `inputs`.
 struct GoldenCase {
   const char* name;
   const char* model;
   const char* reference;
+  const char* inputs;
   bool dflash2;
 };
 
@@ -82,6 +84,8 @@ TEST_P(DrafterGoldenCudaTest, ProposeMatchesTheReferenceAndTheCpuBackend) {
   const GoldenCase& c = GetParam();
   auto ref = Checkpoint::Open(GoldenPath(c.reference));
   ASSERT_TRUE(ref.ok()) << ref.status();
+  auto in = Checkpoint::Open(GoldenPath(c.inputs));
+  ASSERT_TRUE(in.ok()) << in.status();
   const std::unique_ptr<backend::Backend> gpu = Cuda();
   ASSERT_NE(gpu, nullptr);
   const std::unique_ptr<backend::Backend> cpu = cpu::NewCpuBackend(nullptr);
@@ -89,7 +93,7 @@ TEST_P(DrafterGoldenCudaTest, ProposeMatchesTheReferenceAndTheCpuBackend) {
   auto h = OpenGolden(*cpu, c.model);
   ASSERT_TRUE(g.ok()) << g.status();
   ASSERT_TRUE(h.ok()) << h.status();
-  const Proposal got = ProposeOnReference(**g, **ref, {.want_logits = true});
+  const Proposal got = ProposeOnReference(**g, **in, {.want_logits = true});
   ExpectRelFro(got.logits, Floats(**ref, "draft_logits"), kGoldenTol, "draft_logits");
   EXPECT_EQ(got.ids, Narrow(Ints(**ref, "draft_token_ids")));
   if (c.dflash2) {
@@ -101,12 +105,12 @@ TEST_P(DrafterGoldenCudaTest, ProposeMatchesTheReferenceAndTheCpuBackend) {
                    "hidden_projection");
     }
   }
-  ExpectCloseProposals(got, ProposeOnReference(**h, **ref, {.want_logits = true}), kBackendTol);
+  ExpectCloseProposals(got, ProposeOnReference(**h, **in, {.want_logits = true}), kBackendTol);
   if (c.dflash2) {  // The sampled walk, with the uniforms from the host.
     const std::vector<float> u = {0.1f, 0.9f, 0.5f, 0.3f, 0.7f, 0.2f, 0.8f};
     const ProposeOptions sampled{.temperature = 1.0f, .walk_uniforms = u};
-    ExpectCloseProposals(ProposeOnReference(**g, **ref, sampled),
-                         ProposeOnReference(**h, **ref, sampled), kBackendTol);
+    ExpectCloseProposals(ProposeOnReference(**g, **in, sampled),
+                         ProposeOnReference(**h, **in, sampled), kBackendTol);
   }
 }
 
@@ -142,11 +146,14 @@ TEST_P(DrafterGoldenCudaTest, SpeculativeGenerationIsTheReferences) {
 INSTANTIATE_TEST_SUITE_P(
     Golden, DrafterGoldenCudaTest,
     ::testing::Values(GoldenCase{"dflash", "dflash_drafter_tiny/model",
+                                 "dflash_drafter_tiny/reference.safetensors",
                                  "dflash_drafter_tiny/reference.safetensors", false},
                       GoldenCase{"dflash2", "dflash2_drafter_tiny/model",
+                                 "dflash2_drafter_tiny/reference.safetensors",
                                  "dflash2_drafter_tiny/reference.safetensors", true},
                       GoldenCase{"dflash2_identity", "dflash2_drafter_tiny/model_identity",
-                                 "dflash2_drafter_tiny/reference_identity.safetensors", true}),
+                                 "dflash2_drafter_tiny/reference_identity.safetensors",
+                                 "dflash2_drafter_tiny/reference.safetensors", true}),
     [](const ::testing::TestParamInfo<GoldenCase>& info) { return info.param.name; });
 
 // Taps already on the GPU (a target's taps_out) append as host taps do, bit for bit.

@@ -463,6 +463,36 @@ TEST(Exl3LinearCuda, BackToBackLaunchesOnOneWorkspaceRepeatTheirBits) {
         << "launch " << i;
 }
 
+TEST(Exl3LinearCuda, LaunchesOfDifferentWidthsShareOneWorkspace) {
+  // A narrow linear's partials must never land on a wider one's counters (the forward alternates
+  // 40-block and 136-block linears; the 27B head has 1940 blocks).
+  const HostWeight narrow = RandomWeight(1024, 8 * 128, 4, Exl3Codebook::kMul1, 41);
+  const HostWeight wide = RandomWeight(1024, 200 * 128, 4, Exl3Codebook::kMul1, 42);
+  const exl3::Plan pn = exl3::plan(narrow.k, narrow.n), pw = exl3::plan(wide.k, wide.n);
+  DeviceWeight dn = ToDevice(narrow, pn.k_splits, pn.warps);
+  DeviceWeight dw = ToDevice(wide, pw.k_splits, pw.warps);
+  for (const int64_t rows : {1, 16}) {
+    SCOPED_TRACE(absl::StrFormat("rows %d", rows));
+    const std::vector<float> x = RandomRows(rows, 1024, 43);
+    const std::vector<float> want_n = RunOnce(dn.view, x, rows);
+    const std::vector<float> want_w = RunOnce(dw.view, x, rows);
+    auto xd = Upload(x);
+    DeviceBuffer yn(rows * narrow.n * sizeof(float)), yw(rows * wide.n * sizeof(float));
+    Runner runner;
+    for (int i = 0; i < 4; ++i) {
+      CUDA_OK(cudaMemset(yn.get(), 0xFF, yn.bytes()));
+      CUDA_OK(cudaMemset(yw.get(), 0xFF, yw.bytes()));
+      ASSERT_TRUE(runner.Run(dn.view, xd->as<float>(), rows, yn.as<float>()).ok());
+      ASSERT_TRUE(runner.Run(dw.view, xd->as<float>(), rows, yw.as<float>()).ok());
+      std::vector<float> got_n(want_n.size()), got_w(want_w.size());
+      CUDA_OK(cudaMemcpy(got_n.data(), yn.get(), yn.bytes(), cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(got_w.data(), yw.get(), yw.bytes(), cudaMemcpyDeviceToHost));
+      ASSERT_EQ(std::memcmp(got_n.data(), want_n.data(), yn.bytes()), 0) << "narrow, pass " << i;
+      ASSERT_EQ(std::memcmp(got_w.data(), want_w.data(), yw.bytes()), 0) << "wide, pass " << i;
+    }
+  }
+}
+
 // ---- the span head ---------------------------------------------------------------------------
 
 struct SpanHead {
