@@ -64,7 +64,14 @@ absl::Status RoundDriver::Verify(int64_t rows, bool taps) {
                               static_cast<int32_t*>(top_ids_->data()),
                               {.rows = rows, .cols = target_.config().vocab_size, .k = 1}));
   argmax_.resize(rows);
-  return b.Download(argmax_.data(), *top_ids_, 0, rows * sizeof(int32_t));
+  ABSL_RETURN_IF_ERROR(b.Download(argmax_.data(), *top_ids_, 0, rows * sizeof(int32_t)));
+  for (int64_t r = 0; r < rows; ++r) {
+    if (argmax_[r] < 0) {  // TopK's answer for a row without one finite logit.
+      return absl::InternalError(absl::StrFormat(
+          "Verify: row %d of %d has no finite logit (the target's forward diverged)", r, rows));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status RoundDriver::Commit(bool synchronize) {
