@@ -28,9 +28,10 @@ constexpr size_t kUnitsScratchCap = size_t{512} << 20;
 constexpr int kSmemPerSm = 200 * 1024;
 // Warps an SM needs to issue at its full rate (the decode has ILP, so fewer than 16).
 constexpr double kSaturatingWarps = 8;
-// Bytes each warp prefetches into L2 ahead of its register loads, unless tuned: 16 half-strips at
-// K = 4; about 20 MB of the 60 MB L2 on an H200 with 20 warps per SM.
-constexpr int kL2AheadBytes = 8192;
+// Bytes each warp prefetches into L2 ahead of its register loads, unless tuned: 4 half-strips at
+// K = 4 and at K = 6 (the floor of 4); 8 KB ahead was ~1% slower on the H200 at 1 row and 7% for
+// the 16-row head (docs/perf.md).
+constexpr int kL2AheadBytes = 2048;
 
 // Column blocks one launch may have: the counters take a fixed region at the workspace's start,
 // so no launch's partials ever land on another shape's counters, which must stay zero.

@@ -35,9 +35,9 @@
 // loads its first weights before waiting for the previous grid, and touches x, y and the scratch
 // only after that grid has finished.
 //
-// Measured (H200, docs/perf.md, 2026-12-01): the 27B's 401 linears at one row in 11.3 ms (the
-// previous kernel 14.4 ms, exllamav3 12.4 ms); steady state ~55% of the SM's issue rate (the
-// lm_head at K = 6: 2.35 TB/s), so the decode's instruction count, not HBM, is the limit.
+// Measured (H200, docs/perf.md, 2026-12-01): the 27B's 401 linears at one row in 10.9 ms
+// (exllamav3 12.4 ms); steady state ~55% of the SM's issue rate (the lm_head at K = 6:
+// 2.35 TB/s), so the decode's instruction count, not HBM, is the limit.
 #ifndef TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
 #define TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
 
@@ -262,6 +262,11 @@ __device__ __forceinline__ void PrefetchL2(const void* src, uint32_t bytes) {
 #endif
 }
 
+// Asks L2 for the 128-byte line holding `src` (generic address of global memory).
+__device__ __forceinline__ void PrefetchLineL2(const void* src) {
+  asm volatile("prefetch.L2 [%0];\n" ::"l"(src));
+}
+
 // ---- the linear ------------------------------------------------------------------------------
 
 template <Cb CB, int K, int NG, int T, int TW>
@@ -283,6 +288,15 @@ __device__ __forceinline__ int SegmentOf(const LinearParams& p, int b) {
 // and bias, and writes the kept columns. Called by a whole warp.
 __device__ __forceinline__ void Epilogue(const LinearParams& p, int b, int row) {
   const int lane = threadIdx.x & 31, c = 4 * lane, G = p.sk * p.wk;
+  // The column scales first: their loads overlap the partials'.
+  const Segment& sg = p.seg[SegmentOf(p, b)];
+  const int vc = (b - sg.first) * 128 + c;  // View column of v[0].
+  float sv[4], bv[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    sv[i] = __half2float(sg.svh[vc + i]);
+    if (sg.bias) bv[i] = __half2float(sg.bias[vc + i]);
+  }
   float v[4];
   if (p.rounds) {
     const int64_t ldz = static_cast<int64_t>(p.nb) * 128;
@@ -309,12 +323,10 @@ __device__ __forceinline__ void Epilogue(const LinearParams& p, int b, int row) 
     }
   }
   Hadamard128(v);
-  const Segment& sg = p.seg[SegmentOf(p, b)];
-  const int vc = (b - sg.first) * 128 + c;  // View column of v[0].
 #pragma unroll
   for (int i = 0; i < 4; ++i) {  // As the CPU op: scale, times svh, plus bias when there is one.
-    v[i] = __fmul_rn(__fmul_rn(v[i], kHadScale), __half2float(sg.svh[vc + i]));
-    if (sg.bias) v[i] = __fadd_rn(v[i], __half2float(sg.bias[vc + i]));
+    v[i] = __fmul_rn(__fmul_rn(v[i], kHadScale), sv[i]);
+    if (sg.bias) v[i] = __fadd_rn(v[i], bv[i]);
   }
   float* out = p.y + row * p.ldy + sg.out_col - sg.keep_begin;
   if (sg.vector_store && vc >= sg.keep_begin && vc + 4 <= sg.keep_end) {
@@ -455,16 +467,33 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   for (int d = 0; d < D; ++d)
     if (d < total) load(buf[d]);
 
+  // The k-tiles this block's items cover.
+  const int span = p.rounds ? wk * L : L;
+  const int m0 = i0 / per_major, m1 = i1 > i0 ? (i1 - 1) / per_major : m0;
+  const int tk_lo = shared_xs ? m0 * span : 0, tk_hi = (m1 + 1) * span;
+  // What the block reads of the weight's scales after the wait goes to L2 now: suh of its k range
+  // (the rotation) and svh and bias of its items' column blocks (the epilogue).
+  if (shared_xs) {
+    const int c0 = tk_lo / 8, c1 = (tk_hi + 7) / 8;  // 128-column chunks, 2 lines each.
+    for (int t = threadIdx.x; t < 2 * (c1 - c0); t += blockDim.x)
+      PrefetchLineL2(p.suh + c0 * 128 + t * 64);
+  }
+  for (int j = lane; j < n_items; j += 32) {
+    int b, q, g;
+    item_at(j, b, q, g);
+    const Segment& sg = p.seg[SegmentOf(p, b)];
+    const int off = (b - sg.first) * 128;  // 256 bytes: at most 3 lines.
+    for (int e = 0; e < 128; e += 63) {
+      PrefetchLineL2(sg.svh + off + e);
+      if (sg.bias) PrefetchLineL2(sg.bias + off + e);
+    }
+  }
+
   WaitForPriorGrids();
 
   // The B fragments of the k-tiles this block's items cover.
   const uint32_t* xs = p.xs_global;
-  int tk_lo = 0;
   if (shared_xs) {
-    const int span = p.rounds ? wk * L : L;
-    const int m0 = i0 / per_major, m1 = i1 > i0 ? (i1 - 1) / per_major : m0;
-    tk_lo = m0 * span;
-    const int tk_hi = (m1 + 1) * span;
     RotateRange<NG == 1 ? 4 : 8>(p, NG, tk_lo, tk_hi, smem, warp, warps);  // 1 row: registers.
     xs = smem;
   }

@@ -97,7 +97,8 @@ DeviceWeight ToDevice(const HostWeight& h, int k_splits, int warps) {
 
 // Runs the op on the device for `rows` rows of x (row-major, k floats a row); returns y.
 // schedule: Context::exl3_schedule (0 automatic, 1 warp units, 2 rounds) plus 10 for the
-// rotation kernel above 16 rows, plus 100 for two blocks per SM.
+// rotation kernel above 16 rows, plus 100 for two blocks per SM, plus 1000 * w for blocks of at
+// most 5 * w warps.
 class Runner {
  public:
   Runner() : workspace_(64 << 20) { cudaMemset(workspace_.get(), 0, workspace_.bytes()); }
@@ -107,7 +108,8 @@ class Runner {
     ctx.workspace_bytes = workspace_.bytes();
     ctx.exl3_schedule = schedule % 10;
     ctx.exl3_rotation_kernel = schedule / 10 % 10;
-    ctx.exl3_blocks_per_sm = schedule >= 100 ? 2 : 0;
+    ctx.exl3_blocks_per_sm = schedule / 100 % 10 == 1 ? 2 : 0;
+    ctx.exl3_warps = schedule / 1000 * 5;
     return ctx;
   }
   absl::Status Run(const Exl3DeviceWeight& w, const float* x_dev, int64_t rows, float* y_dev,
@@ -420,8 +422,8 @@ TEST(Exl3LinearCuda, EverySchedulePicksTheSameBitsForEveryRowGroup) {
         const std::vector<float> x = RandomRows(rows, h.k, 70 + rows + K);
         const std::vector<float> units = RunOnce(d.view, x, rows, 1);
         for (float v : units) ASSERT_TRUE(std::isfinite(v));
-        // Rounds, automatic, the rotation kernel, two blocks per SM.
-        for (int schedule : {2, 0, 11, 12, 101, 102, 112}) {
+        // Rounds, automatic, the rotation kernel, two blocks per SM, blocks of 10 or 5 warps.
+        for (int schedule : {2, 0, 11, 12, 101, 102, 112, 2000, 1001}) {
           auto other = RunScheduled(d.view, x, rows, schedule);
           if (!other.ok() && other.status().code() == absl::StatusCode::kResourceExhausted)
             continue;  // Rounds above 8 rows, or a schedule that cannot hold the plan's warps.
@@ -433,7 +435,8 @@ TEST(Exl3LinearCuda, EverySchedulePicksTheSameBitsForEveryRowGroup) {
         }
       }
     }
-  EXPECT_GE(cases, 4 * 3 * (7 + 4 * 3));  // 1 row: all 7; 9..64 rows: units (0, 11, 101).
+  // 1 row: all 9; 9..64 rows: units (0, 11, 101, 2000, 1001).
+  EXPECT_GE(cases, 4 * 3 * (9 + 4 * 5));
 }
 
 TEST(Exl3LinearCuda, BackToBackLaunchesOnOneWorkspaceRepeatTheirBits) {
