@@ -104,7 +104,6 @@ __device__ __forceinline__ void ChunkPartial(const Params& p, Shared& s, int kv_
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int D = p.head_dim, G = p.group;
   const int64_t head_offset = static_cast<int64_t>(kv_head) * D;
-#pragma unroll 2
   for (int k = warp; k < n; k += kWarps) {
     const int64_t base = (a + k) * p.row_size + head_offset;
     float kd[kDpl];
@@ -147,12 +146,9 @@ __device__ __forceinline__ void ChunkPartial(const Params& p, Shared& s, int kv_
   const int d = threadIdx.x % D, split = threadIdx.x / D;
   if (threadIdx.x < splits * D) {
     for (int g0 = 0; g0 < G; g0 += kGroupTile) {
-      // The key loop unrolled so 8 keys' V loads are in flight at once (one at a time, the
-      // 27B's attention took ~100 us a layer); each acc still sums in k order.
       float acc[kGroupTile];
 #pragma unroll
       for (int gi = 0; gi < kGroupTile; ++gi) acc[gi] = 0.0f;
-#pragma unroll 8
       for (int k = split; k < n; k += splits) {
         const float v = LoadKv(p.v, p.bf16, (a + k) * p.row_size + head_offset + d);
 #pragma unroll
