@@ -9,7 +9,8 @@ if(TARGET twinspan_target AND TARGET twinspan_drafter)
 endif()
 if(TARGET twinspan_gpu_synthetic AND TARGET twinspan_round_driver)
   add_executable(twinspan_round_bench ${CMAKE_CURRENT_LIST_DIR}/gpu/round_bench.cc
-    ${CMAKE_CURRENT_LIST_DIR}/gpu/round_timer.cc)
+    ${CMAKE_CURRENT_LIST_DIR}/gpu/round_timer.cc
+    ${CMAKE_CURRENT_LIST_DIR}/gpu/profiling_backend.cc)
   target_link_libraries(twinspan_round_bench PRIVATE twinspan_round_driver twinspan_cuda
     twinspan_gpu_synthetic CLI11::CLI11)
 endif()

@@ -1,5 +1,6 @@
 // Host side of the dense linear: validation and the launch for the weight dtype, the row tile
-// and whether x rows allow 16-byte loads (none of which changes a row's bits).
+// and whether x rows allow 16-byte loads (none of which changes a row's bits), and the kernel for
+// the weight's width.
 #include <cstdint>
 
 #include "absl/strings/str_format.h"
@@ -14,6 +15,12 @@ namespace lk = linear_kernel;
 
 template <typename Weight, int kRows, bool kVector>
 void LaunchOne(const lk::Params& p, cudaStream_t stream) {
+  if (p.n < lk::kSplitBelowColumns) {  // By the weight's shape alone: rows keep their bits.
+    const int64_t blocks = (p.n + lk::kCols - 1) / lk::kCols;
+    lk::SplitKernel<Weight, kRows, kVector>
+        <<<static_cast<unsigned>(blocks), lk::kSplitThreads, 0, stream>>>(p);
+    return;
+  }
   const int64_t blocks = (p.n + lk::kWarps * lk::kCols - 1) / (lk::kWarps * lk::kCols);
   lk::DenseLinearKernel<Weight, kRows, kVector>
       <<<static_cast<unsigned>(blocks), lk::kThreads, 0, stream>>>(p);

@@ -3,6 +3,10 @@
 // f16, two for f32) and 8 inputs of each row, and accumulates with fma in k order. The tile height
 // only decides which rows share a weight load: each row's sum is the same. Weight-bandwidth bound
 // for decode; a 64-row window reads each weight from L2 8 times.
+// Narrow weights (n below kSplitBelowColumns: the 27B's 48-output gates made 3 blocks of 4 warps,
+// each walking all of k alone) take SplitKernel: a block of kSplitWarps warps owns kCols columns,
+// warp w takes the k steps w, w + kSplitWarps, ... as above, and the warps' sums are added in warp
+// order. Which kernel runs depends on n only.
 #ifndef TWINSPAN_KERNELS_CUDA_LINEAR_KERNEL_CUH_
 #define TWINSPAN_KERNELS_CUDA_LINEAR_KERNEL_CUH_
 
@@ -20,6 +24,9 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kCols = 4;   // Output columns per warp.
 constexpr int kLaneK = 8;  // Consecutive k per lane per step.
 constexpr int kStepK = 32 * kLaneK;
+constexpr int kSplitBelowColumns = 1024;  // Below 64 blocks of the plain kernel.
+constexpr int kSplitWarps = 8;
+constexpr int kSplitThreads = 32 * kSplitWarps;
 
 struct Params {
   const float* x = nullptr;
@@ -122,6 +129,65 @@ __global__ void __launch_bounds__(kThreads) DenseLinearKernel(const Params p) {
         if (lane == 0 && col0 + c < p.n) p.y[(r0 + r) * p.y_stride + col0 + c] = sum;
       }
     }
+  }
+}
+
+// One block per kCols columns; its warps split k (see the file comment).
+template <typename Weight, int kRows, bool kVector>
+__global__ void __launch_bounds__(kSplitThreads) SplitKernel(const Params p) {
+  __shared__ float partial[kSplitWarps][kRows][kCols];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kCols;
+  for (int64_t r0 = 0; r0 < p.rows; r0 += kRows) {
+    float acc[kRows][kCols];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) acc[r][c] = 0.0f;
+    }
+    for (int64_t k0 = static_cast<int64_t>(warp * 32 + lane) * kLaneK; k0 < p.k;
+         k0 += kSplitWarps * kStepK) {
+      float w[kCols][kLaneK];
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        if (col0 + c < p.n) {
+          LoadWeights(Weight{}, p.w, (col0 + c) * p.pitch + k0, w[c]);
+        } else {
+#pragma unroll
+          for (int i = 0; i < kLaneK; ++i) w[c][i] = 0.0f;
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        if (r0 + r >= p.rows) break;
+        float xv[kLaneK];
+        LoadInputs<kVector>(p.x + (r0 + r) * p.x_stride, k0, p.k, xv);
+#pragma unroll
+        for (int c = 0; c < kCols; ++c) {
+#pragma unroll
+          for (int i = 0; i < kLaneK; ++i) acc[r][c] = __fmaf_rn(xv[i], w[c][i], acc[r][c]);
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        const float sum = WarpSum(acc[r][c]);
+        if (lane == 0) partial[warp][r][c] = sum;
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x < kRows * kCols) {
+      const int r = threadIdx.x / kCols, c = threadIdx.x % kCols;
+      if (r0 + r < p.rows && col0 + c < p.n) {
+        float sum = partial[0][r][c];
+#pragma unroll
+        for (int v = 1; v < kSplitWarps; ++v) sum = __fadd_rn(sum, partial[v][r][c]);
+        p.y[(r0 + r) * p.y_stride + col0 + c] = sum;
+      }
+    }
+    __syncthreads();  // partial is rewritten by the next tile.
   }
 }
 

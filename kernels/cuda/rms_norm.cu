@@ -1,4 +1,4 @@
-// Host side of RMSNorm: validation and the launch of the path dim selects.
+// Host side of RMSNorm: validation and the launch of the path (and register tile) dim selects.
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/rms_norm.cuh"
@@ -19,11 +19,24 @@ absl::Status RmsNorm(const Context& ctx, const float* x, int64_t x_stride, int64
     return absl::InvalidArgumentError("RmsNorm: x, weight and y must not be null");
   }
   const rk::Params p{x, x_stride, rows, dim, weight, eps, y, y_stride};
+  const unsigned row_blocks = static_cast<unsigned>(rows);
   if (dim <= rk::kWarpDimLimit) {
-    const int64_t blocks = (rows + rk::kRowsPerWarpBlock - 1) / rk::kRowsPerWarpBlock;
-    rk::WarpRowKernel<<<static_cast<unsigned>(blocks), rk::kBlockThreads, 0, ctx.stream>>>(p);
+    static_assert(rk::kWarpDimLimit <= 32 * 32);
+    const unsigned blocks =
+        static_cast<unsigned>((rows + rk::kRowsPerWarpBlock - 1) / rk::kRowsPerWarpBlock);
+    if (dim <= 32 * 8) {
+      rk::WarpRowKernel<8><<<blocks, rk::kBlockThreads, 0, ctx.stream>>>(p);
+    } else {
+      rk::WarpRowKernel<32><<<blocks, rk::kBlockThreads, 0, ctx.stream>>>(p);
+    }
+  } else if (dim <= rk::kBlockThreads * 8) {
+    rk::CachedBlockRowKernel<8><<<row_blocks, rk::kBlockThreads, 0, ctx.stream>>>(p);
+  } else if (dim <= rk::kBlockThreads * 16) {
+    rk::CachedBlockRowKernel<16><<<row_blocks, rk::kBlockThreads, 0, ctx.stream>>>(p);
+  } else if (dim <= rk::kMaxCachedDim) {
+    rk::CachedBlockRowKernel<32><<<row_blocks, rk::kBlockThreads, 0, ctx.stream>>>(p);
   } else {
-    rk::BlockRowKernel<<<static_cast<unsigned>(rows), rk::kBlockThreads, 0, ctx.stream>>>(p);
+    rk::BlockRowKernel<<<row_blocks, rk::kBlockThreads, 0, ctx.stream>>>(p);
   }
   return LaunchStatus("RmsNorm launch");
 }

@@ -182,7 +182,8 @@ TEST_P(RmsNormCudaTest, MatchesCpuWithinToleranceAndLeavesStrideGapsAlone) {
 INSTANTIATE_TEST_SUITE_P(Dims, RmsNormCudaTest,
                          ::testing::Values(NormCase{64, 0, 0}, NormCase{256, 3, 5},
                                            NormCase{1000, 1, 0}, NormCase{1024, 0, 7},
-                                           NormCase{1025, 2, 2}, NormCase{5120, 0, 4}));
+                                           NormCase{1025, 2, 2}, NormCase{5120, 0, 4},
+                                           NormCase{8192, 1, 0}, NormCase{8200, 0, 3}));
 
 TEST(RmsNormCudaTest, InPlaceEqualsOutOfPlace) {
   const int64_t rows = 9, dim = 2048;

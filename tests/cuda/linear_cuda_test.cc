@@ -1,7 +1,8 @@
 // GPU tests of the dense cuda::Linear (through DeviceDenseWeight) against cpu::Linear on random
-// weights stored bf16, f16 and f32 (never zeros), outputs poisoned first. Tolerance: every output
-// |gpu - cpu| <= 1e-5 * sum_k |x_k w_jk| (only the fp32 summation order differs); row invariance
-// bit for bit for 1..64 rows and between 16-byte and scalar input loads. Needs a GPU.
+// weights stored bf16, f16 and f32 (never zeros), narrow (the split-k kernel) and n >= 1024 (the
+// plain one), outputs poisoned first. Tolerance: every output |gpu - cpu| <= 1e-5 * sum_k |x_k
+// w_jk| (only the fp32 summation order differs); row invariance bit for bit for 1..64 rows and
+// between 16-byte and scalar input loads. Needs a GPU.
 #include <cmath>
 #include <cstdint>
 #include <ostream>
@@ -105,7 +106,12 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LinearCudaTest,
                                            LinearCase{6, 256, DenseDtype::kF16},
                                            LinearCase{100, 384, DenseDtype::kF16},
                                            LinearCase{3, 13, DenseDtype::kF32},
-                                           LinearCase{130, 520, DenseDtype::kF32}));
+                                           LinearCase{130, 520, DenseDtype::kF32},
+                                           // The 27B's Gated DeltaNet gate projections.
+                                           LinearCase{48, 5120, DenseDtype::kF16},
+                                           // Wide enough for the unsplit kernel.
+                                           LinearCase{1027, 264, DenseDtype::kBF16},
+                                           LinearCase{1024, 40, DenseDtype::kF32}));
 
 TEST(LinearCudaTest, RefusesBadArguments) {
   const cpu::LinearWeight weight = MakeWeight({16, 64, DenseDtype::kBF16});

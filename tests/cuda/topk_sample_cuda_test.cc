@@ -84,7 +84,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, TopKCudaTest,
                          ::testing::Values(TopKCase{7, 4096, 8, 0}, TopKCase{7, 98304, 8, 0},
                                            TopKCase{3, 151936, 50, 0}, TopKCase{5, 4096, 8, 12},
                                            TopKCase{2, 50000, 4096, 40}, TopKCase{4, 9, 9, 3},
-                                           TopKCase{1, 248320, 1, 0}));
+                                           TopKCase{1, 248320, 1, 0}, TopKCase{16, 248320, 1, 0},
+                                           TopKCase{5, 4099, 1, 12}, TopKCase{3, 3, 1, 3}));
 
 TEST(TopKCudaTest, NanRowIsMarkedAndOthersAreUntouched) {
   std::vector<float> logits = Logits(2000, 121, 1.0f, 0);  // 2 rows of 1000.
@@ -101,6 +102,29 @@ TEST(TopKCudaTest, NanRowIsMarkedAndOthersAreUntouched) {
                   .ok());
   EXPECT_EQ(std::vector<int32_t>(got.begin(), got.begin() + 4), want_indices);
   for (int j = 4; j < 8; ++j) EXPECT_EQ(got[j], -1);
+}
+
+TEST(TopKCudaTest, NanRowIsMarkedForTopOne) {
+  std::vector<float> logits = Logits(3003, 122, 1.0f, 0);  // 3 rows of 1001.
+  logits[1001 + 1000] = NAN;                               // Row 1's last column.
+  DeviceArray<float> dl(logits), values(3);
+  DeviceArray<int32_t> indices(3);
+  values.Poison();
+  ASSERT_TRUE(TopK({}, dl.get(), 1001, 3, 1001, 1, values.get(), indices.get()).ok());
+  EXPECT_CUDA_CLEAN();
+  const std::vector<int32_t> got = indices.Download();
+  const std::vector<float> got_values = values.Download();
+  for (int64_t r : {0, 2}) {
+    std::vector<float> want_value(1);
+    std::vector<int32_t> want_index(1);
+    ASSERT_TRUE(cpu::TopK({}, std::span<const float>(logits.data() + r * 1001, 1001), want_value,
+                          want_index, {1, 1001, 1})
+                    .ok());
+    EXPECT_EQ(got[r], want_index[0]) << r;
+    EXPECT_EQ(BitMismatches({got_values[r]}, want_value), 0u) << r;
+  }
+  EXPECT_EQ(got[1], -1);
+  EXPECT_TRUE(std::isnan(got_values[1]) && !testing::IsPoison(got_values[1]));
 }
 
 TEST(TopKCudaTest, RefusesBadArguments) {

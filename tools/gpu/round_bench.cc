@@ -8,6 +8,9 @@
 //               two-span head, top-k, selector walk;
 //   verify-N    the verify alone at 1, 8 and 16 rows (and 16 without taps), then Commit(0);
 //   draft       the draft block alone (one appended row).
+// --profile adds verify-16+commit (the commit timed as its own segment) and, for verify-1,
+// verify-16, the commit and the draft, a table of each backend op's GPU time, calls and host time
+// (ProfilingBackend: each op timed alone behind a spin), against the step's wall and busy times.
 // On one backend the taps stay on the device (taps_out, AppendTapsInBackend); --host-taps and
 // --two-backends send them through the host.
 // Each: warm-up, then medians over --reps runs of wall time (host clock), GPU span (CUDA events)
@@ -18,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,6 +34,7 @@
 #include "nlohmann/json.hpp"
 #include "services/drafter/drafter.h"
 #include "services/target/target_model.h"
+#include "tools/gpu/profiling_backend.h"
 #include "tools/gpu/round_bytes.h"
 #include "tools/gpu/round_driver.h"
 #include "tools/gpu/round_timer.h"
@@ -42,8 +47,9 @@ constexpr double kGoalUs = 5000.0, kTokensPerRound = 6.74;
 struct Flags {
   std::string target, drafter, json, head = "two-span";
   int64_t prompt = 300, context = 4096, verify_rows = 16, block = 0, keep = 0;
-  int reps = 20, warmup = 3;
-  bool two_backends = false, host_taps = false;
+  int reps = 20, warmup = 3, profile_reps = 5;
+  double profile_spin_us = 40;
+  bool two_backends = false, host_taps = false, profile = false;
 };
 
 double Seconds(std::chrono::steady_clock::time_point since) {
@@ -77,8 +83,16 @@ class Bench {
     if (f_.two_backends) {
       ABSL_ASSIGN_OR_RETURN(drafter_backend_, cuda::NewCudaBackend({}));
     }
-    backend::Backend& tb = *target_backend_;
-    backend::Backend& db = f_.two_backends ? *drafter_backend_ : tb;
+    if (f_.profile) {  // The models run on the decorators; streams and copies on the CUDA backends.
+      ABSL_ASSIGN_OR_RETURN(target_profiler_, ProfilingBackend::Create(*target_backend_));
+      if (f_.two_backends) {
+        ABSL_ASSIGN_OR_RETURN(drafter_profiler_, ProfilingBackend::Create(*drafter_backend_));
+      }
+    }
+    backend::Backend& tb = f_.profile ? *target_profiler_ : *target_backend_;
+    backend::Backend& db = !f_.two_backends ? tb
+                           : f_.profile     ? *drafter_profiler_
+                                            : *drafter_backend_;
     ABSL_ASSIGN_OR_RETURN(
         target_, target::OpenTargetModel(f_.target, {.backend = &tb, .context = f_.context}));
     const double target_s = Seconds(start);
@@ -96,8 +110,10 @@ class Bench {
         f_.two_backends || f_.host_taps ? "through the host" : "on the device");
     json_["load"] = {{"target_s", target_s}, {"drafter_s", drafter_s}, {"drafter_q4", q4}};
 
-    ABSL_ASSIGN_OR_RETURN(target_stream_, cuda::CudaBackendStream(tb));
-    ABSL_ASSIGN_OR_RETURN(drafter_stream_, cuda::CudaBackendStream(db));
+    ABSL_ASSIGN_OR_RETURN(target_stream_, cuda::CudaBackendStream(*target_backend_));
+    ABSL_ASSIGN_OR_RETURN(
+        drafter_stream_,
+        cuda::CudaBackendStream(f_.two_backends ? *drafter_backend_ : *target_backend_));
     ABSL_ASSIGN_OR_RETURN(RoundTimer timer, RoundTimer::Create());
     ABSL_ASSIGN_OR_RETURN(copy_gbs_, CopyBandwidth(tb, target_stream_, timer));
     std::printf("copy 4 GiB d2d: %.0f GB/s (read + write)\n", copy_gbs_);
@@ -125,9 +141,15 @@ class Bench {
     ABSL_RETURN_IF_ERROR(
         Report(timer, "verify-16-no-taps", VerifyStep(16, false), TargetBytes(16, 0, false)));
     ABSL_RETURN_IF_ERROR(Report(timer, "draft", DraftStep(), DrafterBytes(1)));
+    if (f_.profile) {
+      ABSL_RETURN_IF_ERROR(
+          Report(timer, "verify-16+commit", CommitStep(rows), TargetBytes(rows, 1, true)));
+      ABSL_RETURN_IF_ERROR(Profile());
+    }
     ABSL_RETURN_IF_ERROR(tb.Synchronize());
     ABSL_RETURN_IF_ERROR(db.Synchronize());
     PrintSummary(target_s, drafter_s);
+    if (f_.profile) PrintProfileSummary();
     if (!f_.json.empty()) std::ofstream(f_.json) << json_.dump(2) << "\n";
     return absl::OkStatus();
   }
@@ -166,6 +188,92 @@ class Bench {
   Step DraftStep() {
     RoundDriver& d = *driver_;
     return {"draft", {{[&d] { return d.AppendOneAndDraft(); }, drafter_stream_}}, nullptr};
+  }
+  // The round without its draft timed: the commit is segment 1.
+  Step CommitStep(int64_t rows) {
+    RoundDriver& d = *driver_;
+    return {"verify-16+commit",
+            {{[&d, rows] { return d.Verify(rows, true); }, target_stream_},
+             {[&d] { return d.Commit(true); }, target_stream_}},
+            [&d] { return d.AppendAndDraft(); }};
+  }
+
+  // One profiled step: `before` and `after` untimed around `run`, one warm-up run first.
+  struct ProfiledStep {
+    std::string name;
+    ProfilingBackend* profiler;
+    std::function<absl::Status()> before, run, after;
+    double wall_us, busy_us;
+  };
+  absl::Status Profile() {
+    RoundDriver& d = *driver_;
+    const int64_t rows = f_.verify_rows;
+    const auto none = [] { return absl::OkStatus(); };
+    const auto discard = [&d] { return d.Discard(); };
+    ProfilingBackend* tp = target_profiler_.get();
+    ProfilingBackend* dp = f_.two_backends ? drafter_profiler_.get() : tp;
+    const StepTimes& commit = times_["verify-16+commit"];
+    const std::vector<ProfiledStep> steps = {
+        {"verify-1", tp, none, [&d] { return d.Verify(1, true); }, discard,
+         times_["verify-1"].wall_us, times_["verify-1"].busy_us},
+        {"verify-16", tp, none, [&d] { return d.Verify(16, true); }, discard,
+         times_["verify-16"].wall_us, times_["verify-16"].busy_us},
+        {"commit", tp, [&d, rows] { return d.Verify(rows, true); }, [&d] { return d.Commit(true); },
+         [&d] { return d.AppendAndDraft(); }, commit.segment_wall_us.at(1),
+         commit.segment_busy_us.at(1)},
+        {"draft", dp, none, [&d] { return d.AppendOneAndDraft(); }, none, times_["draft"].wall_us,
+         times_["draft"].busy_us},
+    };
+    for (const ProfiledStep& s : steps) {
+      for (int i = 0; i <= f_.profile_reps; ++i) {
+        ABSL_RETURN_IF_ERROR(s.before());
+        s.profiler->Begin(f_.profile_spin_us);
+        const absl::Status run = s.run();
+        ABSL_RETURN_IF_ERROR(s.profiler->End());
+        ABSL_RETURN_IF_ERROR(run);
+        ABSL_RETURN_IF_ERROR(s.after());
+        if (i == 0) s.profiler->Take();  // The warm-up run.
+      }
+      PrintProfile(s, s.profiler->Take());
+    }
+    return absl::OkStatus();
+  }
+
+  void PrintProfile(const ProfiledStep& s, const StepProfile& p) {
+    std::printf(
+        "==== profile %s: median of %d runs; each op timed alone behind a %.0f us spin\n"
+        "%s: wall %.0f us, GPU busy %.0f us; ops' GPU time %.0f us (%.1f%% of wall); busy - ops "
+        "%.0f us; wall - ops %.0f us (launch gaps, host); ops' host time %.0f us\n",
+        s.name.c_str(), p.runs, f_.profile_spin_us, s.name.c_str(), s.wall_us, s.busy_us, p.gpu_us,
+        100.0 * p.gpu_us / s.wall_us, s.busy_us - p.gpu_us, s.wall_us - p.gpu_us, p.host_us);
+    std::printf("  %-34s %6s %9s %6s %9s %9s\n", "op", "calls", "GPU us", "share", "us/call",
+                "host us");
+    nlohmann::json ops = nlohmann::json::array();
+    for (const OpProfile& o : p.ops) {
+      std::printf("  %-34s %6.0f %9.1f %5.1f%% %9.2f %9.1f\n", o.op.c_str(), o.calls, o.gpu_us,
+                  100.0 * o.gpu_us / s.wall_us, o.calls > 0 ? o.gpu_us / o.calls : 0.0, o.host_us);
+      ops.push_back(
+          {{"op", o.op}, {"calls", o.calls}, {"gpu_us", o.gpu_us}, {"host_us", o.host_us}});
+    }
+    std::printf("  %-34s %6s %9.1f %5.1f%%           %9.1f\n", "sum of ops", "", p.gpu_us,
+                100.0 * p.gpu_us / s.wall_us, p.host_us);
+    std::printf("  %-34s %6s %9.1f %5.1f%%\n", "rest (wall - ops: gaps, host)", "",
+                s.wall_us - p.gpu_us, 100.0 * (s.wall_us - p.gpu_us) / s.wall_us);
+    json_["profile"][s.name] = {{"wall_us", s.wall_us},
+                                {"busy_us", s.busy_us},
+                                {"ops_gpu_us", p.gpu_us},
+                                {"ops_host_us", p.host_us},
+                                {"runs", p.runs},
+                                {"spin_us", f_.profile_spin_us},
+                                {"ops", ops}};
+    profile_lines_.push_back(absl::StrFormat(
+        "%s: wall %.2f ms, busy %.2f ms, ops %.2f ms, rest %.2f ms; top: %s %.2f ms", s.name,
+        s.wall_us / 1e3, s.busy_us / 1e3, p.gpu_us / 1e3, (s.wall_us - p.gpu_us) / 1e3,
+        p.ops.empty() ? "-" : p.ops[0].op, p.ops.empty() ? 0.0 : p.ops[0].gpu_us / 1e3));
+  }
+  void PrintProfileSummary() const {
+    std::printf("profile (per step; ops = GPU time of the backend's ops, each alone):\n");
+    for (const std::string& l : profile_lines_) std::printf("  %s\n", l.c_str());
   }
 
   Bytes TargetBytes(int64_t rows, int64_t keep, bool taps) const {
@@ -239,6 +347,8 @@ class Bench {
 
   const Flags f_;
   std::unique_ptr<backend::Backend> target_backend_, drafter_backend_;
+  std::unique_ptr<ProfilingBackend> target_profiler_, drafter_profiler_;  // --profile
+  std::vector<std::string> profile_lines_;
   std::unique_ptr<target::TargetModel> target_;
   std::unique_ptr<drafter::Drafter> drafter_;
   std::unique_ptr<RoundDriver> driver_;
@@ -272,6 +382,13 @@ int main(int argc, char** argv) {
   app.add_flag("--two-backends", f.two_backends, "Drafter on a second CUDA backend, same GPU");
   app.add_flag("--host-taps", f.host_taps,
                "Taps through the host even on one backend (two backends always do)");
+  app.add_flag("--profile", f.profile,
+               "Per-op GPU time of verify-1, verify-16, the commit and the draft");
+  app.add_option("--profile-reps", f.profile_reps, "Profiled runs per step")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--profile-spin-us", f.profile_spin_us,
+                 "Spin queued before each profiled op (longer than its host side)")
+      ->check(CLI::Range(0.0, 10000.0));
   CLI11_PARSE(app, argc, argv);
   twinspan::gpu::Bench bench(f);
   if (const absl::Status s = bench.Run(); !s.ok()) {
