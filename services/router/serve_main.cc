@@ -6,8 +6,6 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "common/metrics/metrics_http.h"
-#include "common/metrics/serving_metrics.h"
 #include "grpcpp/server_builder.h"
 #include "services/drafter/server/drafter_adapter.h"
 #include "services/engine/grpc/server_runner.h"
@@ -15,7 +13,7 @@
 #include "services/router/router_backend.h"
 #include "services/router/router_config.h"
 #include "services/target/server/target_flags.h"
-#include "services/target/server/target_stack.h"
+#include "services/target/server/target_process.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -33,25 +31,16 @@ int Run(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   f.Finish();
   const twinspan::serving::TargetStackOptions& o = f.stack;
-  twinspan::rpc::SetUpLogging(o.name, f.log_level);
-  twinspan::rpc::BlockTerminationSignals();
-
-  auto registry = std::make_shared<prometheus::Registry>();
-  twinspan::metrics::ServingMetrics metrics(registry, o.name);
-  auto stack =
-      twinspan::serving::TargetStack::Open(o, &metrics, &twinspan::serving::OpenInProcessDrafter);
-  if (!stack.ok()) {
-    spdlog::error("{}", stack.status().ToString());
+  auto process = twinspan::serving::StartTargetProcess(f, &twinspan::serving::OpenInProcessDrafter);
+  if (!process.ok()) {
+    spdlog::error("{}", process.status().ToString());
     return 1;
   }
-  auto http = twinspan::metrics::MetricsHttp::Start(f.metrics_listen, registry);
-  if (!http.ok()) {
-    spdlog::error("{}", http.status().ToString());
-    return 1;
-  }
+  twinspan::serving::TargetStack& stack = *process->stack;
+  twinspan::metrics::ServingMetrics& metrics = *process->metrics;
 
   // The target behind a server without ports: only the in-process channel reaches it.
-  twinspan::rpc::ServingService target_service(&(*stack)->backend());
+  twinspan::rpc::ServingService target_service(&stack.backend());
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(o.max_message_bytes);
   builder.SetMaxSendMessageSize(o.max_message_bytes);
@@ -91,14 +80,9 @@ int Run(int argc, char** argv) {
   }
   spdlog::info("serve: router, target ({}) and drafter ({}) in one process", o.model_dir,
                o.drafter_model_dir.empty() ? "none" : o.drafter_model_dir);
-  twinspan::rpc::AnnounceListening(o.name, (*server)->port(), (*http)->port());
+  twinspan::rpc::AnnounceListening(o.name, (*server)->port(), process->http->port());
 
-  const int signal = twinspan::rpc::WaitForTerminationSignal();
-  spdlog::info("serve: signal {}, draining for up to {} s", signal, f.drain_seconds);
-  (*server)->SetServing(false);
-  (*stack)->engine().Drain();
-  (*stack)->engine().WaitIdle(absl::Seconds(f.drain_seconds));
-  (*server)->Shutdown(absl::Now() + absl::Seconds(1));
+  twinspan::serving::DrainOnSignal("serve", f.drain_seconds, **server, stack);
   router.Stop();
   internal->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   spdlog::info("serve: stopped");

@@ -7,13 +7,10 @@
 // and 4 streams on the GPU. Random tiny targets of both families (qwen3, and qwen3_5 with its
 // Gated DeltaNet layers).
 #include <cstring>
-#include <map>
 #include <memory>
 #include <random>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "services/device/cuda_logits_sampler.h"
@@ -25,89 +22,14 @@
 #include "services/target/server/target_verifier.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/golden/drafter/random_drafter.h"
-#include "tests/unit/target_random_model.h"
-#include "tests/unit/target_random_qwen35.h"
+#include "tests/unit/target_verifier_testing.h"
 
 namespace twinspan::serving {
 namespace {
 
-using Completions = std::map<std::vector<uint32_t>, std::vector<uint32_t>>;
-
-// Proposes the plain completion (known in advance), every third proposal wrong.
-class OracleSession : public engine::DraftSession {
- public:
-  OracleSession(const engine::DrafterInfo* info, const Completions* plain)
-      : info_(info), plain_(plain) {}
-  absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt,
-                                             const engine::TapRows&, uint32_t) override {
-    prompt_.assign(prompt.begin(), prompt.end());
-    return Propose();
-  }
-  absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
-                                               const engine::TapRows& taps, uint32_t) override {
-    if (taps.rows != static_cast<int64_t>(ids.size())) {
-      return absl::InvalidArgumentError("oracle: a tap row per id");
-    }
-    committed_ += static_cast<int64_t>(ids.size());
-    return Propose();
-  }
-
- private:
-  std::vector<uint32_t> Propose() {
-    auto it = plain_->find(prompt_);
-    std::vector<uint32_t> out;
-    for (int i = 1; i < info_->block_size; ++i) {
-      const size_t next = static_cast<size_t>(committed_ + i);
-      uint32_t id = it != plain_->end() && next < it->second.size() ? it->second[next] : 0;
-      if (++proposed_ % 3 == 0) id = (id + 1) % info_->vocab_size;
-      out.push_back(id);
-    }
-    return out;
-  }
-  const engine::DrafterInfo* info_;
-  const Completions* plain_;
-  std::vector<uint32_t> prompt_;
-  int64_t committed_ = 0, proposed_ = 0;
-};
-
-class OracleDrafter : public engine::DraftModel {
- public:
-  OracleDrafter(engine::DrafterInfo info, const Completions* plain)
-      : info_(std::move(info)), plain_(plain) {}
-  const engine::DrafterInfo& info() const override { return info_; }
-  absl::StatusOr<std::unique_ptr<engine::DraftSession>> NewSession() const override {
-    return std::make_unique<OracleSession>(&info_, plain_);
-  }
-
- private:
-  engine::DrafterInfo info_;
-  const Completions* plain_;
-};
-
-class Sink : public engine::StreamSink {
- public:
-  engine::SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t) override {
-    return {static_cast<int>(ids.size()), false};
-  }
-  void OnFinish(absl::StatusOr<engine::StreamSummary> summary) override {
-    absl::MutexLock lock(&mu_);
-    result_ = std::move(summary);
-    done_ = true;
-  }
-  bool Cancelled() const override { return false; }
-  absl::StatusOr<engine::StreamSummary> Wait() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return result_;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool done_ = false;
-  absl::StatusOr<engine::StreamSummary> result_ = absl::UnknownError("unfinished");
-};
-
-enum class Family { kQwen3, kQwen35 };
+using testing::Completions;
+using testing::Family;
+using testing::OracleDrafter;
 
 class TargetVerifierCudaTest : public ::testing::TestWithParam<Family> {
  protected:
@@ -118,22 +40,10 @@ class TargetVerifierCudaTest : public ::testing::TestWithParam<Family> {
     target::TargetOptions options;
     options.backend = backend_.get();
     options.context = 256;
-    if (GetParam() == Family::kQwen3) {
-      model_ = target::testing::RandomQwen3Model(options, 71);
-    } else {
-      const target::TargetConfig config = target::testing::TinyQwen35Config();
-      auto model = target::Qwen35Model::Create(
-          config, target::testing::RandomQwen35Weights(config, 72), options);
-      ASSERT_TRUE(model.ok()) << model.status();
-      model_ = std::move(*model);
-    }
+    model_ = testing::RandomTarget(GetParam(), options, 71);
     ASSERT_NE(model_, nullptr);
     const target::TargetConfig& c = model_->config();
-    info_.model_name = "random";
-    info_.model_type = c.model_type;
-    info_.vocab_size = static_cast<int>(c.vocab_size);
-    info_.max_context = 256;
-    info_.hidden_size = static_cast<int>(c.hidden_size);
+    info_ = testing::RandomTargetInfo(*model_);
     info_.backend = backend_->name();
     taps_ = {0, c.num_layers - 1};
     auto sampler = device::CudaLogitsSampler::Create(0);
@@ -143,46 +53,19 @@ class TargetVerifierCudaTest : public ::testing::TestWithParam<Family> {
   }
 
   std::vector<uint32_t> Tokens(std::mt19937& rng, int n) {
-    std::vector<uint32_t> ids(n);
-    for (uint32_t& id : ids) id = rng() % info_.vocab_size;
-    return ids;
+    return testing::RandomIds(rng, n, info_.vocab_size);
   }
 
   engine::EngineRequest Request(int which) const {
-    engine::EngineRequest r;
-    r.request_id = absl::StrCat("req-", which);
-    for (int i = 0; i < 3 + 4 * which; ++i) {
-      r.prompt_ids.push_back((which * 37 + i * 11) % info_.vocab_size);
-    }
-    r.sampling.temperature = which % 2 == 0 ? 0.0f : 0.8f;
+    engine::EngineRequest r = testing::MixedRequest(which, info_.vocab_size);
     r.sampling.top_k = which == 3 ? 30 : 0;
-    r.sampling.seed = 900 + which;
-    r.max_tokens = 17 + 5 * which;
-    r.ignore_eos = true;
-    r.draft = which != 2;
     return r;
   }
 
   std::vector<engine::StreamSummary> Run(const engine::VerifierModel& model, int parallel,
                                          engine::DraftChannel* channel,
                                          const std::vector<engine::EngineRequest>& requests) {
-    engine::EngineOptions options;
-    options.parallel = parallel;
-    options.draft_timeout = absl::Seconds(10);
-    auto engine = engine::LaneEngine::Start(options, &model, sampler_.get(), channel, nullptr);
-    EXPECT_TRUE(engine.ok()) << engine.status();
-    std::vector<std::shared_ptr<Sink>> sinks;
-    for (const auto& r : requests) {
-      sinks.push_back(std::make_shared<Sink>());
-      EXPECT_TRUE((*engine)->Submit(r, sinks.back()).ok());
-    }
-    std::vector<engine::StreamSummary> out;
-    for (auto& sink : sinks) {
-      auto summary = sink->Wait();
-      EXPECT_TRUE(summary.ok()) << summary.status();
-      out.push_back(summary.ok() ? *summary : engine::StreamSummary{});
-    }
-    return out;
+    return testing::RunAll(model, sampler_.get(), parallel, channel, requests);
   }
 
   std::unique_ptr<backend::Backend> backend_;
@@ -245,7 +128,7 @@ TEST_P(TargetVerifierCudaTest, DeviceDrawsEqualTheHostSamplersOverTheSameLogits)
 }
 
 TEST_P(TargetVerifierCudaTest, TapsFusedOnTheGpuAreTheDraftersFuseTaps) {
-  const std::string dir = testing::WriteRandomDrafter(
+  const std::string dir = twinspan::testing::WriteRandomDrafter(
       GetParam() == Family::kQwen3 ? "verifier_cuda_fuser_qwen3" : "verifier_cuda_fuser_qwen35",
       false, 23, info_.hidden_size, info_.vocab_size, taps_);
   auto fuser = engine::TapFuser::Open(dir, backend_.get());
@@ -298,15 +181,7 @@ TEST_P(TargetVerifierCudaTest, DraftedEqualsPlainAndConcurrentEqualsSoloOnTheGpu
     // The same, sampled on the device.
     EXPECT_EQ(Run(sampling, 1, nullptr, {r})[0].completion_ids, s.completion_ids);
   }
-  engine::DrafterInfo drafter;
-  drafter.block_size = 5;
-  drafter.head_variant = "oracle";
-  drafter.vocab_size = info_.vocab_size;
-  drafter.target_layer_ids = taps_;
-  drafter.tap_width = static_cast<int>(taps_.size()) * info_.hidden_size;
-  drafter.max_streams = 16;
-  drafter.max_context = 1 << 20;
-  OracleDrafter oracle(drafter, &plain);
+  OracleDrafter oracle(5, info_, taps_, &plain);
   for (int parallel : {1, 2, 4}) {
     for (int repeat = 0; repeat < 2; ++repeat) {
       engine::InProcessDraftChannel channel(&oracle);

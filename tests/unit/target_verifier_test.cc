@@ -7,15 +7,12 @@
 #include "services/target/server/target_verifier.h"
 
 #include <cstring>
-#include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
-#include "common/status.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/parallel.h"
@@ -25,104 +22,20 @@
 #include "services/engine/lane_engine.h"
 #include "services/target/server/keyed_token_sampler.h"
 #include "tests/golden/drafter/random_drafter.h"
-#include "tests/unit/target_random_model.h"
-#include "tests/unit/target_random_qwen35.h"
+#include "tests/unit/target_verifier_testing.h"
 
 namespace twinspan::serving {
 namespace {
 
-using Completions = std::map<std::vector<uint32_t>, std::vector<uint32_t>>;
-
-// Proposes the plain completion of its prompt (known in advance), every third proposal wrong.
-class OracleSession : public engine::DraftSession {
- public:
-  OracleSession(const engine::DrafterInfo* info, const Completions* plain)
-      : info_(info), plain_(plain) {}
-  absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt,
-                                             const engine::TapRows& taps,
-                                             uint32_t /*pending*/) override {
-    ABSL_RETURN_IF_ERROR(CheckTaps(prompt.size(), taps));
-    prompt_.assign(prompt.begin(), prompt.end());
-    return Propose();
-  }
-  absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
-                                               const engine::TapRows& taps,
-                                               uint32_t /*pending*/) override {
-    ABSL_RETURN_IF_ERROR(CheckTaps(ids.size(), taps));
-    committed_ += static_cast<int64_t>(ids.size());
-    return Propose();
-  }
-
- private:
-  absl::Status CheckTaps(size_t rows, const engine::TapRows& taps) const {
-    if (taps.rows != static_cast<int64_t>(rows) || taps.width != info_->tap_width ||
-        taps.data.size() != rows * taps.width) {
-      return absl::InvalidArgumentError("oracle: taps of the wrong shape");
-    }
-    return absl::OkStatus();
-  }
-  std::vector<uint32_t> Propose() {
-    auto it = plain_->find(prompt_);
-    std::vector<uint32_t> out;
-    for (int i = 1; i < info_->block_size; ++i) {
-      const size_t next = static_cast<size_t>(committed_ + i);  // completion[committed_] pends.
-      uint32_t id = it != plain_->end() && next < it->second.size() ? it->second[next] : 0;
-      if (++proposed_ % 3 == 0) id = (id + 1) % info_->vocab_size;
-      out.push_back(id);
-    }
-    return out;
-  }
-
-  const engine::DrafterInfo* info_;
-  const Completions* plain_;
-  std::vector<uint32_t> prompt_;
-  int64_t committed_ = 0;
-  int64_t proposed_ = 0;
-};
-
-class OracleDrafter : public engine::DraftModel {
- public:
-  OracleDrafter(engine::DrafterInfo info, const Completions* plain)
-      : info_(std::move(info)), plain_(plain) {}
-  const engine::DrafterInfo& info() const override { return info_; }
-  absl::StatusOr<std::unique_ptr<engine::DraftSession>> NewSession() const override {
-    return std::make_unique<OracleSession>(&info_, plain_);
-  }
-
- private:
-  engine::DrafterInfo info_;
-  const Completions* plain_;
-};
-
-class Sink : public engine::StreamSink {
- public:
-  engine::SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t) override {
-    return {static_cast<int>(ids.size()), false};
-  }
-  void OnFinish(absl::StatusOr<engine::StreamSummary> summary) override {
-    absl::MutexLock lock(&mu_);
-    result_ = std::move(summary);
-    done_ = true;
-  }
-  bool Cancelled() const override { return false; }
-  absl::StatusOr<engine::StreamSummary> Wait() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return result_;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool done_ = false;
-  absl::StatusOr<engine::StreamSummary> result_ = absl::UnknownError("unfinished");
-};
+using testing::Completions;
+using testing::Family;
+using testing::OracleDrafter;
+using testing::Sink;
 
 bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
-
-enum class Family { kQwen3, kQwen35 };
 
 class TargetVerifierTest : public ::testing::TestWithParam<Family> {
  protected:
@@ -130,22 +43,10 @@ class TargetVerifierTest : public ::testing::TestWithParam<Family> {
     target::TargetOptions options;
     options.backend = backend_.get();
     options.context = 256;
-    if (GetParam() == Family::kQwen3) {
-      model_ = target::testing::RandomQwen3Model(options, 61);
-    } else {
-      const target::TargetConfig config = target::testing::TinyQwen35Config();
-      auto model = target::Qwen35Model::Create(
-          config, target::testing::RandomQwen35Weights(config, 62), options);
-      ASSERT_TRUE(model.ok()) << model.status();
-      model_ = std::move(*model);
-    }
+    model_ = testing::RandomTarget(GetParam(), options, 61);
     ASSERT_NE(model_, nullptr);
     const target::TargetConfig& c = model_->config();
-    info_.model_name = "random";
-    info_.model_type = c.model_type;
-    info_.vocab_size = static_cast<int>(c.vocab_size);
-    info_.max_context = 256;
-    info_.hidden_size = static_cast<int>(c.hidden_size);
+    info_ = testing::RandomTargetInfo(*model_);
     verifier_ = std::make_unique<TargetVerifier>(model_.get(), info_, 7);
     taps_ = {0, c.num_layers - 1};
   }
@@ -159,46 +60,17 @@ class TargetVerifierTest : public ::testing::TestWithParam<Family> {
   }
 
   std::vector<uint32_t> Tokens(std::mt19937& rng, int n) {
-    std::vector<uint32_t> ids(n);
-    for (uint32_t& id : ids) id = rng() % info_.vocab_size;
-    return ids;
+    return testing::RandomIds(rng, n, info_.vocab_size);
   }
 
   engine::EngineRequest Request(int which) const {
-    engine::EngineRequest r;
-    r.request_id = absl::StrCat("req-", which);
-    for (int i = 0; i < 3 + 4 * which; ++i) {
-      r.prompt_ids.push_back((which * 37 + i * 11) % info_.vocab_size);
-    }
-    r.sampling.temperature = which % 2 == 0 ? 0.0f : 0.8f;
-    r.sampling.seed = 900 + which;
-    r.max_tokens = 17 + 5 * which;
-    r.ignore_eos = true;
-    r.draft = which != 2;  // An undrafted stream's one-row windows ride with the others.
-    return r;
+    return testing::MixedRequest(which, info_.vocab_size);
   }
 
   // Runs `requests` all at once through an engine of `parallel` streams.
   std::vector<engine::StreamSummary> Run(int parallel, engine::DraftChannel* channel,
                                          const std::vector<engine::EngineRequest>& requests) {
-    engine::EngineOptions options;
-    options.parallel = parallel;
-    options.draft_timeout = absl::Seconds(10);
-    auto engine =
-        engine::LaneEngine::Start(options, verifier_.get(), sampler_.get(), channel, nullptr);
-    EXPECT_TRUE(engine.ok()) << engine.status();
-    std::vector<std::shared_ptr<Sink>> sinks;
-    for (const auto& r : requests) {
-      sinks.push_back(std::make_shared<Sink>());
-      EXPECT_TRUE((*engine)->Submit(r, sinks.back()).ok());
-    }
-    std::vector<engine::StreamSummary> out;
-    for (auto& sink : sinks) {
-      auto summary = sink->Wait();
-      EXPECT_TRUE(summary.ok()) << summary.status();
-      out.push_back(summary.ok() ? *summary : engine::StreamSummary{});
-    }
-    return out;
+    return testing::RunAll(*verifier_, sampler_.get(), parallel, channel, requests);
   }
 
   std::unique_ptr<backend::Backend> backend_ = cpu::NewCpuBackend(nullptr);
@@ -310,15 +182,7 @@ TEST_P(TargetVerifierTest, EngineConcurrentEqualsSoloForOneTwoAndFourStreams) {
     plain[r.prompt_ids] = s.completion_ids;
     ASSERT_EQ(static_cast<int>(s.completion_ids.size()), r.max_tokens);
   }
-  engine::DrafterInfo drafter;
-  drafter.block_size = 4;
-  drafter.head_variant = "oracle";
-  drafter.vocab_size = info_.vocab_size;
-  drafter.target_layer_ids = taps_;
-  drafter.tap_width = static_cast<int>(taps_.size()) * info_.hidden_size;
-  drafter.max_streams = 16;
-  drafter.max_context = 1 << 20;
-  OracleDrafter oracle(drafter, &plain);
+  OracleDrafter oracle(4, info_, taps_, &plain);
   for (int parallel : {1, 2, 4}) {
     engine::InProcessDraftChannel channel(&oracle);
     const auto together = Run(parallel, &channel, requests);
@@ -419,7 +283,7 @@ TEST_P(TargetVerifierTest, DeviceSamplingDrawsWhatTheEngineDraws) {
 // DrafterModel::FuseTaps of the raw rows (CPU backend), from the prefill and from ReadTaps of a
 // verify's kept rows; a job asking for other layers than the fuser reads fails alone.
 TEST_P(TargetVerifierTest, FusedTapsAreTheDraftersOwnFuseTaps) {
-  const std::string dir = testing::WriteRandomDrafter(
+  const std::string dir = twinspan::testing::WriteRandomDrafter(
       GetParam() == Family::kQwen3 ? "verifier_fuser_qwen3" : "verifier_fuser_qwen35", false, 21,
       info_.hidden_size, info_.vocab_size, taps_);
   auto fuser = engine::TapFuser::Open(dir, &model_->backend());

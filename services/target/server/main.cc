@@ -5,13 +5,11 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "common/metrics/metrics_http.h"
-#include "common/metrics/serving_metrics.h"
 #include "services/drafter/server/drafter_adapter.h"
 #include "services/engine/grpc/server_runner.h"
 #include "services/engine/grpc/serving_service.h"
 #include "services/target/server/target_flags.h"
-#include "services/target/server/target_stack.h"
+#include "services/target/server/target_process.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -23,23 +21,13 @@ int Run(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   f.Finish();
   const twinspan::serving::TargetStackOptions& o = f.stack;
-  twinspan::rpc::SetUpLogging(o.name, f.log_level);
-  twinspan::rpc::BlockTerminationSignals();
-
-  auto registry = std::make_shared<prometheus::Registry>();
-  twinspan::metrics::ServingMetrics metrics(registry, o.name);
-  auto stack =
-      twinspan::serving::TargetStack::Open(o, &metrics, &twinspan::serving::OpenInProcessDrafter);
-  if (!stack.ok()) {
-    spdlog::error("{}", stack.status().ToString());
+  auto process = twinspan::serving::StartTargetProcess(f, &twinspan::serving::OpenInProcessDrafter);
+  if (!process.ok()) {
+    spdlog::error("{}", process.status().ToString());
     return 1;
   }
-  auto http = twinspan::metrics::MetricsHttp::Start(f.metrics_listen, registry);
-  if (!http.ok()) {
-    spdlog::error("{}", http.status().ToString());
-    return 1;
-  }
-  twinspan::rpc::ServingService service(&(*stack)->backend(), {f.max_request_duration()});
+  twinspan::serving::TargetStack& stack = *process->stack;
+  twinspan::rpc::ServingService service(&stack.backend(), {f.max_request_duration()});
   twinspan::rpc::ServerOptions options;
   options.listen = f.listen;
   options.max_message_bytes = o.max_message_bytes;
@@ -48,14 +36,9 @@ int Run(int argc, char** argv) {
     spdlog::error("{}", server.status().ToString());
     return 1;
   }
-  twinspan::rpc::AnnounceListening(o.name, (*server)->port(), (*http)->port());
+  twinspan::rpc::AnnounceListening(o.name, (*server)->port(), process->http->port());
 
-  const int signal = twinspan::rpc::WaitForTerminationSignal();
-  spdlog::info("{}: signal {}, draining for up to {} s", o.name, signal, f.drain_seconds);
-  (*server)->SetServing(false);
-  (*stack)->engine().Drain();
-  (*stack)->engine().WaitIdle(absl::Seconds(f.drain_seconds));
-  (*server)->Shutdown(absl::Now() + absl::Seconds(1));
+  twinspan::serving::DrainOnSignal(o.name, f.drain_seconds, **server, stack);
   spdlog::info("{}: stopped", o.name);
   return 0;
 }

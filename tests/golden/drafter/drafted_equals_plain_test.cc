@@ -5,13 +5,12 @@
 #include <fstream>
 #include <random>
 #include <string>
-#include <vector>
 
 #include "common/safetensors/writer.h"
 #include "gtest/gtest.h"
 #include "services/drafter/drafter.h"
-#include "services/drafter/speculative_loop.h"
 #include "services/target/target_model.h"
+#include "tests/golden/drafter/drafted_plain_check.h"
 #include "tests/golden/drafter/random_drafter.h"
 #include "tests/testing/golden.h"
 
@@ -41,19 +40,7 @@ TEST_P(DraftedEqualsPlainTest, SameTokens) {
   auto drafter =
       Drafter::Open(drafter_dir, target_dir, {.model = model, .head = "0:2048,3968:4096"});
   ASSERT_TRUE(drafter.ok()) << drafter.status();
-  const std::vector<int32_t> prompt = {11, 402, 95, 3001, 77, 12, 1999, 4000, 5};
-  const sampler::SamplingParams sampling{.temperature = c.temperature, .top_k = 40};
-  for (const uint64_t seed : {1u, 2u}) {
-    auto drafted =
-        SpeculativeGenerate(**target, **drafter, prompt, 20, {.sampling = sampling, .seed = seed});
-    ASSERT_TRUE(drafted.ok()) << drafted.status();
-    auto plain = PlainGenerate(**target, prompt, 20, sampling, seed);
-    ASSERT_TRUE(plain.ok()) << plain.status();
-    EXPECT_EQ(drafted->output_ids, *plain) << "seed " << seed;
-    int64_t total = 0;
-    for (int64_t n : drafted->accept_lengths) total += n;
-    EXPECT_EQ(total + 1, 20);
-  }
+  testing::ExpectDraftedEqualsPlain(**target, **drafter, c.temperature);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DraftedEqualsPlainTest,

@@ -1,0 +1,37 @@
+#include "services/target/server/target_process.h"
+
+#include <utility>
+
+#include "spdlog/spdlog.h"
+
+namespace twinspan::serving {
+
+absl::StatusOr<TargetProcess> StartTargetProcess(const TargetFlags& flags,
+                                                 DraftModelOpener open_drafter) {
+  const TargetStackOptions& o = flags.stack;
+  rpc::SetUpLogging(o.name, flags.log_level);
+  rpc::BlockTerminationSignals();
+
+  TargetProcess p;
+  p.registry = std::make_shared<prometheus::Registry>();
+  p.metrics = std::make_unique<metrics::ServingMetrics>(p.registry, o.name);
+  auto stack = TargetStack::Open(o, p.metrics.get(), open_drafter);
+  if (!stack.ok()) return stack.status();
+  p.stack = *std::move(stack);
+  auto http = metrics::MetricsHttp::Start(flags.metrics_listen, p.registry);
+  if (!http.ok()) return http.status();
+  p.http = *std::move(http);
+  return p;
+}
+
+void DrainOnSignal(const std::string& role, double drain_seconds, rpc::RunningServer& server,
+                   TargetStack& stack) {
+  const int signal = rpc::WaitForTerminationSignal();
+  spdlog::info("{}: signal {}, draining for up to {} s", role, signal, drain_seconds);
+  server.SetServing(false);
+  stack.engine().Drain();
+  stack.engine().WaitIdle(absl::Seconds(drain_seconds));
+  server.Shutdown(absl::Now() + absl::Seconds(1));
+}
+
+}  // namespace twinspan::serving
