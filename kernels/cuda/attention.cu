@@ -76,39 +76,40 @@ bool SplitPays(int64_t launch_rows, int64_t kv_heads, int64_t chunks) {
   return chunks > 1 && launch_rows * kv_heads < kSplitBelowBlocks;
 }
 
-template <int kDpl>
+template <int kDpl, typename T>
 absl::Status LaunchRows(const ak::Params& p, int rows, int kv_heads, bool per_chunk,
                         cudaStream_t stream) {
   if (!per_chunk) {
-    ak::FusedKernel<kDpl><<<dim3(rows, kv_heads), ak::kThreads, 0, stream>>>(p);
+    ak::FusedKernel<kDpl, T><<<dim3(rows, kv_heads), ak::kThreads, 0, stream>>>(p);
     return LaunchStatus("Attention launch");
   }
-  ak::ChunkKernel<kDpl>
+  ak::ChunkKernel<kDpl, T>
       <<<dim3(static_cast<unsigned>(p.chunks), rows, kv_heads), ak::kThreads, 0, stream>>>(p);
   ABSL_RETURN_IF_ERROR(LaunchStatus("Attention chunk launch"));
   ak::MergeKernel<<<dim3(rows, p.num_heads), p.head_dim, 0, stream>>>(p);
   return LaunchStatus("Attention merge launch");
 }
 
+template <typename T>
 absl::Status Launch(const ak::Params& p, int rows, int kv_heads, bool per_chunk,
                     cudaStream_t stream) {
   switch ((p.head_dim + 31) / 32) {
     case 1:
-      return LaunchRows<1>(p, rows, kv_heads, per_chunk, stream);
+      return LaunchRows<1, T>(p, rows, kv_heads, per_chunk, stream);
     case 2:
-      return LaunchRows<2>(p, rows, kv_heads, per_chunk, stream);
+      return LaunchRows<2, T>(p, rows, kv_heads, per_chunk, stream);
     case 3:
-      return LaunchRows<3>(p, rows, kv_heads, per_chunk, stream);
+      return LaunchRows<3, T>(p, rows, kv_heads, per_chunk, stream);
     case 4:
-      return LaunchRows<4>(p, rows, kv_heads, per_chunk, stream);
+      return LaunchRows<4, T>(p, rows, kv_heads, per_chunk, stream);
     case 5:
-      return LaunchRows<5>(p, rows, kv_heads, per_chunk, stream);
+      return LaunchRows<5, T>(p, rows, kv_heads, per_chunk, stream);
     case 6:
-      return LaunchRows<6>(p, rows, kv_heads, per_chunk, stream);
+      return LaunchRows<6, T>(p, rows, kv_heads, per_chunk, stream);
     case 7:
-      return LaunchRows<7>(p, rows, kv_heads, per_chunk, stream);
+      return LaunchRows<7, T>(p, rows, kv_heads, per_chunk, stream);
     case 8:
-      return LaunchRows<8>(p, rows, kv_heads, per_chunk, stream);
+      return LaunchRows<8, T>(p, rows, kv_heads, per_chunk, stream);
   }
   return absl::InternalError("Attention: head_dim passed validation but has no kernel");
 }
@@ -148,7 +149,6 @@ absl::Status Attention(const Context& ctx, const cpu::AttentionShape& shape, con
   p.out_stride = out_stride;
   p.k = kv.k;
   p.v = kv.v;
-  p.bf16 = kv.dtype == cpu::KvDtype::kBF16;
   p.row_size = kv.kv_heads * kv.head_dim;
   p.num_heads = static_cast<int>(shape.num_heads);
   p.head_dim = static_cast<int>(shape.head_dim);
@@ -167,7 +167,10 @@ absl::Status Attention(const Context& ctx, const cpu::AttentionShape& shape, con
     const bool per_chunk = strategy == AttentionStrategy::kBlockPerChunk ||
                            (strategy == AttentionStrategy::kAuto && fits &&
                             SplitPays(n, shape.num_kv_heads, p.chunks));
-    ABSL_RETURN_IF_ERROR(Launch(p, n, static_cast<int>(shape.num_kv_heads), per_chunk, ctx.stream));
+    const int kv_heads = static_cast<int>(shape.num_kv_heads);
+    ABSL_RETURN_IF_ERROR(kv.dtype == cpu::KvDtype::kBF16
+                             ? Launch<uint16_t>(p, n, kv_heads, per_chunk, ctx.stream)
+                             : Launch<float>(p, n, kv_heads, per_chunk, ctx.stream));
   }
   return absl::OkStatus();
 }

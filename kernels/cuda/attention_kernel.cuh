@@ -26,7 +26,9 @@ constexpr int kMaxRows = 256;
 constexpr int kMaxGroup = 16;
 constexpr int kMaxGroupDims = 2048;
 constexpr int kMaxHeadDim = 256;
-constexpr int kGroupTile = 8;  // Heads whose P.V accumulate together in registers.
+constexpr int kGroupTile = 8;    // Heads whose P.V accumulate together in registers.
+constexpr int kKeyBatch = 4;     // Keys a warp loads before scoring them.
+constexpr int kValueBatch = 16;  // Keys whose V a thread loads before accumulating them.
 
 struct Params {
   const float* q = nullptr;  // Row 0 of this launch.
@@ -35,7 +37,6 @@ struct Params {
   int64_t out_stride = 0;
   const void* k = nullptr;
   const void* v = nullptr;
-  bool bf16 = true;
   int64_t row_size = 0;  // kv_heads * head_dim
   int num_heads = 0;
   int head_dim = 0;
@@ -70,10 +71,15 @@ __device__ __forceinline__ void VisibleKeys(const Params& p, int64_t position, i
   }
 }
 
-__device__ __forceinline__ float LoadKv(const void* base, bool bf16, int64_t i) {
-  if (bf16)
-    return __uint_as_float(static_cast<uint32_t>(static_cast<const uint16_t*>(base)[i]) << 16);
-  return static_cast<const float*>(base)[i];
+// One cache element as float; T is uint16_t (bf16 bits) or float, fixed at compile time so a
+// batch of loads issues straight-line, all in flight before the first use.
+template <typename T>
+__device__ __forceinline__ float LoadKv(const T* base, int64_t i) {
+  if constexpr (sizeof(T) == 2) {
+    return __uint_as_float(static_cast<uint32_t>(base[i]) << 16);
+  } else {
+    return base[i];
+  }
 }
 
 // The online-softmax step's scales: running max m and chunk max c -> new max, exp(m - new),
@@ -97,30 +103,46 @@ __device__ __forceinline__ void LoadQuery(const Params& p, Shared& s, int row, i
 }
 
 // One chunk's partials for keys [a, a + n); calls emit(g, d, g * D + d, P.V value) once per
-// query value after chunk_max / chunk_sum are in shared memory. Ends without a barrier.
-template <int kDpl, typename Emit>
+// query value after chunk_max / chunk_sum are in shared memory. Ends without a barrier. Loads of
+// kKeyBatch keys (scores) and kValueBatch keys (P.V) are issued before their first use, from
+// clamped in-range addresses; the arithmetic per (head, key) and per (head, dim) is unchanged.
+template <int kDpl, typename T, typename Emit>
 __device__ __forceinline__ void ChunkPartial(const Params& p, Shared& s, int kv_head, int64_t a,
                                              int n, Emit emit) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int D = p.head_dim, G = p.group;
-  const int64_t head_offset = static_cast<int64_t>(kv_head) * D;
-  for (int k = warp; k < n; k += kWarps) {
-    const int64_t base = (a + k) * p.row_size + head_offset;
-    float kd[kDpl];
+  const T* kb = static_cast<const T*>(p.k) + a * p.row_size + static_cast<int64_t>(kv_head) * D;
+  const T* vb = static_cast<const T*>(p.v) + a * p.row_size + static_cast<int64_t>(kv_head) * D;
+  for (int k0 = warp; k0 < n; k0 += kWarps * kKeyBatch) {
+    float kd[kKeyBatch][kDpl];
 #pragma unroll
-    for (int j = 0; j < kDpl; ++j) {
-      const int d = lane + 32 * j;
-      kd[j] = d < D ? LoadKv(p.k, p.bf16, base + d) : 0.0f;
-    }
-    for (int g = 0; g < G; ++g) {
-      float dot = 0.0f;
+    for (int b = 0; b < kKeyBatch; ++b) {
+      const int64_t key = min(k0 + b * kWarps, n - 1);
 #pragma unroll
       for (int j = 0; j < kDpl; ++j) {
-        const int d = lane + 32 * j;
-        if (d < D) dot = __fmaf_rn(s.q[g * D + d], kd[j], dot);
+        kd[b][j] = LoadKv(kb, key * p.row_size + min(lane + 32 * j, D - 1));
       }
-      dot = WarpSum(dot);
-      if (lane == 0) s.p[g * kChunk + k] = __fmul_rn(dot, p.scale);
+    }
+    for (int g = 0; g < G; ++g) {
+      float dot[kKeyBatch];
+#pragma unroll
+      for (int b = 0; b < kKeyBatch; ++b) {
+        dot[b] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kDpl; ++j) {
+          const int d = lane + 32 * j;
+          if (d < D) dot[b] = __fmaf_rn(s.q[g * D + d], kd[b][j], dot[b]);
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < kKeyBatch; ++b) dot[b] = WarpSum(dot[b]);
+      if (lane == 0) {
+#pragma unroll
+        for (int b = 0; b < kKeyBatch; ++b) {
+          const int k = k0 + b * kWarps;
+          if (k < n) s.p[g * kChunk + k] = __fmul_rn(dot[b], p.scale);
+        }
+      }
     }
   }
   __syncthreads();
@@ -149,11 +171,21 @@ __device__ __forceinline__ void ChunkPartial(const Params& p, Shared& s, int kv_
       float acc[kGroupTile];
 #pragma unroll
       for (int gi = 0; gi < kGroupTile; ++gi) acc[gi] = 0.0f;
-      for (int k = split; k < n; k += splits) {
-        const float v = LoadKv(p.v, p.bf16, (a + k) * p.row_size + head_offset + d);
+      for (int k0 = split; k0 < n; k0 += splits * kValueBatch) {
+        float v[kValueBatch];
 #pragma unroll
-        for (int gi = 0; gi < kGroupTile; ++gi) {
-          if (g0 + gi < G) acc[gi] = __fmaf_rn(s.p[(g0 + gi) * kChunk + k], v, acc[gi]);
+        for (int b = 0; b < kValueBatch; ++b) {
+          v[b] = LoadKv(vb, static_cast<int64_t>(min(k0 + b * splits, n - 1)) * p.row_size + d);
+        }
+#pragma unroll
+        for (int b = 0; b < kValueBatch; ++b) {
+          const int k = k0 + b * splits;
+          if (k < n) {
+#pragma unroll
+            for (int gi = 0; gi < kGroupTile; ++gi) {
+              if (g0 + gi < G) acc[gi] = __fmaf_rn(s.p[(g0 + gi) * kChunk + k], v[b], acc[gi]);
+            }
+          }
         }
       }
 #pragma unroll
@@ -172,7 +204,7 @@ __device__ __forceinline__ void ChunkPartial(const Params& p, Shared& s, int kv_
 }
 
 // Grid (rows, kv_heads): the block walks its row's chunks and merges them as it goes.
-template <int kDpl>
+template <int kDpl, typename T>
 __global__ void __launch_bounds__(kThreads) FusedKernel(const Params p) {
   __shared__ Shared s;
   const int row = blockIdx.x, kv_head = blockIdx.y;
@@ -189,7 +221,7 @@ __global__ void __launch_bounds__(kThreads) FusedKernel(const Params p) {
   for (int64_t c0 = lo - lo % kChunk; c0 < hi; c0 += kChunk) {
     const int64_t a = max(lo, c0);
     const int n = static_cast<int>(min(hi, c0 + kChunk) - a);
-    ChunkPartial<kDpl>(p, s, kv_head, a, n, [&](int g, int, int i, float value) {
+    ChunkPartial<kDpl, T>(p, s, kv_head, a, n, [&](int g, int, int i, float value) {
       float new_max, old_scale, chunk_scale;
       MergeScales(s.run_max[g], s.chunk_max[g], &new_max, &old_scale, &chunk_scale);
       s.acc[i] = MergeValue(s.acc[i], old_scale, value, chunk_scale);
@@ -211,7 +243,7 @@ __global__ void __launch_bounds__(kThreads) FusedKernel(const Params p) {
 }
 
 // Grid (chunks, rows, kv_heads): one chunk of one row's keys; writes its partials.
-template <int kDpl>
+template <int kDpl, typename T>
 __global__ void __launch_bounds__(kThreads) ChunkKernel(const Params p) {
   __shared__ Shared s;
   const int64_t chunk = blockIdx.x;
@@ -227,8 +259,8 @@ __global__ void __launch_bounds__(kThreads) ChunkKernel(const Params p) {
   float* base = p.partials +
                 (static_cast<int64_t>(row) * p.num_heads + kv_head * p.group) * per_head +
                 chunk * (p.head_dim + 2);
-  ChunkPartial<kDpl>(p, s, kv_head, a, n,
-                     [&](int g, int d, int, float value) { base[g * per_head + d] = value; });
+  ChunkPartial<kDpl, T>(p, s, kv_head, a, n,
+                        [&](int g, int d, int, float value) { base[g * per_head + d] = value; });
   if (threadIdx.x < p.group) {
     base[threadIdx.x * per_head + p.head_dim] = s.chunk_max[threadIdx.x];
     base[threadIdx.x * per_head + p.head_dim + 1] = s.chunk_sum[threadIdx.x];
