@@ -65,6 +65,10 @@ inline ForwardResult ForwardAll(const TargetModel& model, const std::vector<int3
   return result;
 }
 
+// CUDA against CPU for an EXL3 checkpoint: the EXL3 linear's per-linear 3.4e-7 compounds through
+// 150 tokens (H200: 7.4e-4 qwen3_5, 3.8e-4 qwen3), inside exllamav3's own 5e-3 against the CPU.
+inline constexpr double kExl3CudaVsCpuTolerance = 3e-3;
+
 // CUDA against CPU backend on 150 random tokens, f32 K/V: logits and layer outputs within
 // `tolerance` (rel_fro).
 inline void ExpectCudaMatchesCpu(const std::string& relative, double tolerance) {

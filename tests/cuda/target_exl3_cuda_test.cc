@@ -3,7 +3,7 @@
 //  - exl3_qwen3_tiny against exllamav3 1.4.1's forward of its conversion (shared/golden/README.md
 //    sections 2-3): logits rel_fro <= 5e-3 and max_abs <= 0.03, as on the CPU;
 //  - CUDA against CPU backend on 150 random tokens, f32 K/V: logits and layer outputs rel_fro
-//    <= 1e-5;
+//    <= 3e-3 (kExl3CudaVsCpuTolerance);
 //  - on the GPU, bit for bit: verify(k) == k + 1 serial steps, prefill chunking, and ForwardBatch
 //    == each sequence alone (tests/unit/target_properties.h), with bf16 and f32 K/V.
 // Needs a GPU: scripts/gpu-check.sh runs it (ONLY=target_exl3_cuda_test SKIP= for its bundle).
@@ -39,7 +39,7 @@ TEST(TargetCudaTest, Exl3Qwen3MatchesExllamav3Logits) {
 class TargetCudaCheckpointTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TargetCudaCheckpointTest, CudaBackendMatchesCpuBackend) {
-  testing::ExpectCudaMatchesCpu(GetParam(), 1e-5);
+  testing::ExpectCudaMatchesCpu(GetParam(), testing::kExl3CudaVsCpuTolerance);
 }
 
 TEST_P(TargetCudaCheckpointTest, VerifyEqualsSerialStepsBitForBit) {
