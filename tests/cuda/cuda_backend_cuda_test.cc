@@ -132,9 +132,10 @@ TEST(CudaBackendTest, GatedDeltaNetAndDrafterOpsMatchTheCpuBackend) {
     // DynamicConv over a block of 8 slots, 256 channels in groups of 16, 2 taps; the dynamic
     // coefficients are one side of a [8, 2 x 2 x 16] projection.
     const cpu::DynamicConvParams p{8, 256, 2, 16, 64};
-    auto cx = Floats(be, RandomFloats(8 * 256, 311)), cbase = Floats(be, RandomFloats(512, 312));
-    auto cdyn = Floats(be, RandomFloats(8 * 64, 313, 0.1f));
-    auto cout = *be.AllocateFloats(8 * 256);
+    auto cx = Floats(be, RandomFloats(size_t{8} * 256, 311)),
+         cbase = Floats(be, RandomFloats(512, 312));
+    auto cdyn = Floats(be, RandomFloats(size_t{8} * 64, 313, 0.1f));
+    auto cout = *be.AllocateFloats(int64_t{8} * 256);
     EXPECT_TRUE(
         be.DynamicConv(cout->floats(), cx->floats(), cbase->floats(), cdyn->floats(), p).ok());
     o.conv_y = Download(be, *y, rows * channels);
@@ -144,7 +145,7 @@ TEST(CudaBackendTest, GatedDeltaNetAndDrafterOpsMatchTheCpuBackend) {
     o.out = Download(be, *out, rows * v * dims.v_dim);
     o.state = Download(be, *dstate, state.size());
     o.normed = Download(be, *normed, rows * v * dims.v_dim);
-    o.dynamic = Download(be, *cout, 8 * 256);
+    o.dynamic = Download(be, *cout, size_t{8} * 256);
     return o;
   };
   const Outputs want = run(*c_be), got = run(*g_be);

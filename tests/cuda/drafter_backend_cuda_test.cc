@@ -136,17 +136,18 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // The 27B's two-span head (K = 6): [0, 98304) and the 288-id tail from a 64-block view.
         SpanCase{"two_span_27b", 5120, 248320, 6, {{0, 98304}, {248032, 248320}}},
-        SpanCase{"single_column", 256, 80 * 128, 3, {{17, 130}, {5000, 5001}, {10239, 10240}}},
+        SpanCase{
+            "single_column", 256, int64_t{80} * 128, 3, {{17, 130}, {5000, 5001}, {10239, 10240}}},
         SpanCase{"five_spans",
                  256,
-                 70 * 128,
+                 int64_t{70} * 128,
                  4,
                  {{0, 5}, {1000, 1300}, {4000, 4001}, {6000, 7000}, {8900, 8960}}}),
     [](const ::testing::TestParamInfo<SpanCase>& info) { return info.param.name; });
 
 TEST(SpanLinearCudaTest, TwoHeadsOfOneNameKeepTheirOwnBits) {
-  testing::Exl3Head a = MakeExl3Head("same_name_a", 256, 66 * 128, 4, 1);
-  testing::Exl3Head b = MakeExl3Head("same_name_b", 256, 66 * 128, 4, 2);
+  testing::Exl3Head a = MakeExl3Head("same_name_a", 256, int64_t{66} * 128, 4, 1);
+  testing::Exl3Head b = MakeExl3Head("same_name_b", 256, int64_t{66} * 128, 4, 2);
   const std::vector<exl3::ColumnSpan> spans = {{0, 1000}};
   auto va = exl3::MakeSpanViews(a.weight, spans), vb = exl3::MakeSpanViews(b.weight, spans);
   ASSERT_TRUE(va.ok() && vb.ok());
@@ -164,8 +165,8 @@ TEST(SpanLinearCudaTest, TwoHeadsOfOneNameKeepTheirOwnBits) {
 }
 
 TEST(SpanLinearCudaTest, RefusesBadArguments) {
-  testing::Exl3Head head = MakeExl3Head("span_bad", 256, 66 * 128, 4, 5);
-  testing::Exl3Head other = MakeExl3Head("span_other", 256, 66 * 128, 4, 6);
+  testing::Exl3Head head = MakeExl3Head("span_bad", 256, int64_t{66} * 128, 4, 5);
+  testing::Exl3Head other = MakeExl3Head("span_other", 256, int64_t{66} * 128, 4, 6);
   auto views = exl3::MakeSpanViews(head.weight, std::vector<exl3::ColumnSpan>{{0, 100}});
   auto others = exl3::MakeSpanViews(other.weight, std::vector<exl3::ColumnSpan>{{0, 100}});
   ASSERT_TRUE(views.ok() && others.ok());
@@ -195,6 +196,7 @@ TEST(SpanLinearCudaTest, RefusesBadArguments) {
 TEST(SpanIdsCudaTest, EqualsTheCpuOpAndMarksStrayColumns) {
   const std::vector<exl3::ColumnSpan> spans = {{0, 98304}, {248032, 248320}};
   std::vector<int32_t> columns;
+  columns.reserve(1003);
   std::mt19937 rng(4);
   for (int i = 0; i < 1000; ++i) columns.push_back(static_cast<int32_t>(rng() % 98592));
   columns.push_back(-1);

@@ -226,7 +226,7 @@ class Exl3HeadDrafterCudaTest : public ::testing::Test {
     if (!d.ok()) return {};
     auto stream = (*d)->NewStream();
     EXPECT_TRUE(stream.ok());
-    const std::vector<float> taps = cuda::testing::RandomFloats(5 * 2 * kHidden, 11);
+    const std::vector<float> taps = cuda::testing::RandomFloats(int64_t{5} * 2 * kHidden, 11);
     EXPECT_TRUE((*d)->AppendTaps(**stream, TapForm::kRaw, taps, 5).ok());
     auto p = (*d)->Propose(**stream, 1234, {.want_logits = true});
     EXPECT_TRUE(p.ok()) << p.status();

@@ -64,7 +64,7 @@ void CheckWidth(uint32_t seed) {
         const std::vector<uint16_t> got[4] = {SimulatedStates<K, 0>(w), SimulatedStates<K, 1>(w),
                                               SimulatedStates<K, 2>(w), SimulatedStates<K, 3>(w)};
         for (int t = 0; t < 4; ++t) {
-          const int64_t tn = b * 8 + h * 4 + t;
+          const int64_t tn = b * 8 + int64_t{h} * 4 + t;
           uint16_t want[256];
           exl3::TileStates(
               reinterpret_cast<const std::byte*>(stored.data() + (tk * row_tiles + tn) * 16 * K), K,
@@ -107,8 +107,9 @@ void CheckPairs(uint32_t seed) {
         for (int i = 0; i < kLoad; ++i) c[i] = w[l][K % 2 == 0 ? p * K / 2 + i : i];
         exl3_bits::PairView<K>(c, p, v[l]);
       }
-      ASSERT_EQ((SimulatedStates<K, 0>(v)), full[2 * p]) << "K " << K << " pair " << p;
-      ASSERT_EQ((SimulatedStates<K, 1>(v)), full[2 * p + 1]) << "K " << K << " pair " << p;
+      ASSERT_EQ((SimulatedStates<K, 0>(v)), full[ptrdiff_t{2} * p]) << "K " << K << " pair " << p;
+      ASSERT_EQ((SimulatedStates<K, 1>(v)), full[ptrdiff_t{2} * p + 1])
+          << "K " << K << " pair " << p;
     }
   }
 }
@@ -151,7 +152,7 @@ TEST(Exl3DeviceLayoutTest, BlocksAreContiguousSoAViewIsAnOffset) {
   for (auto& v : stored) v = static_cast<uint16_t>(rng());
   std::vector<uint32_t> whole(k * n * K / 32), part(k * 256 * K / 32);
   ToExl3DeviceLayout(stored.data(), tiles, k, n, K, whole.data());
-  ToExl3DeviceLayout(stored.data() + 2 * 8 * 16 * K, tiles, k, 256, K, part.data());
+  ToExl3DeviceLayout(stored.data() + ptrdiff_t{2} * 8 * 16 * K, tiles, k, 256, K, part.data());
   const int64_t off = 2 * Exl3BlockWords(k, K);
   for (size_t i = 0; i < part.size(); ++i) ASSERT_EQ(part[i], whole[off + i]) << i;
 }
@@ -159,7 +160,7 @@ TEST(Exl3DeviceLayoutTest, BlocksAreContiguousSoAViewIsAnOffset) {
 TEST(Exl3DeviceLayoutTest, FourBitAnchorFromTheFormatNotes) {
   // exl3-format.md 2.6: K = 4 codes c_p = p & 15 give states 0xdef0, 0xef01, 0xf012 at p = 0..2.
   constexpr int K = 4;
-  std::vector<uint16_t> stored(16 * K * 8 * 1);  // One k-tile row of 8 tiles (one block).
+  std::vector<uint16_t> stored(size_t{16} * K * 8 * 1);  // One k-tile row of 8 tiles (one block).
   for (int tn = 0; tn < 8; ++tn)
     for (int j = 0; j < 32; ++j) {  // Word j holds codes 8j .. 8j+7: 0x01234567 or 0x89abcdef.
       const uint32_t word = j % 2 == 0 ? 0x01234567u : 0x89abcdefu;

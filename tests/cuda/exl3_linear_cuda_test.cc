@@ -204,7 +204,9 @@ std::vector<float> DecodeReference(const HostWeight& h) {
   for (int64_t tk = 0; tk < h.k / 16; ++tk)
     for (int64_t tn = 0; tn < h.n / 16; ++tn) {
       const uint16_t* tile = h.trellis.data() + (tk * (h.n / 16) + tn) * 16 * K;
-      auto word = [&](int j) { return uint32_t{tile[2 * j]} | uint32_t{tile[2 * j + 1]} << 16; };
+      auto word = [&](int j) {
+        return uint32_t{tile[ptrdiff_t{2} * j]} | uint32_t{tile[ptrdiff_t{2} * j + 1]} << 16;
+      };
       for (int p = 0; p < 256; ++p) {
         const int b0 = (p + 1) * K - 16 + 256 * K, b1 = b0 + 16;
         const int i0 = b0 / 32, i1 = (b1 - 1) / 32, s = (i1 + 1) * 32 - b1;
@@ -283,7 +285,7 @@ std::vector<std::pair<int, int>> PlansFor(int64_t k, int64_t n) {
   const int64_t kt = k / 16;
   for (auto [sk, wk] :
        std::vector<std::pair<int, int>>{{1, 8}, {1, 4}, {2, 4}, {4, 2}, {1, 1}, {8, 1}})
-    if (kt % (sk * wk) == 0 && std::pair{sk, wk} != out[0]) out.push_back({sk, wk});
+    if (kt % (int64_t{sk} * wk) == 0 && std::pair{sk, wk} != out[0]) out.push_back({sk, wk});
   return out;
 }
 
@@ -384,7 +386,7 @@ TEST(Exl3LinearCuda, EveryRowCountGivesEachRowItsOneRowBits) {
 
 TEST(Exl3LinearCuda, ColumnViewsWithTheParentPlanGiveTheParentColumnsBitForBit) {
   // A head-like weight: 70 blocks of 128 columns, planned as the whole (one split, eight warps).
-  const HostWeight h = RandomWeight(512, 70 * 128, 6, Exl3Codebook::kMul1, 77);
+  const HostWeight h = RandomWeight(512, int64_t{70} * 128, 6, Exl3Codebook::kMul1, 77);
   DeviceWeight d = ToDevice(h, 1, 8);
   for (int64_t rows : {1, 16, 64}) {
     const std::vector<float> x = RandomRows(rows, h.k, 55 + rows);
@@ -393,11 +395,11 @@ TEST(Exl3LinearCuda, ColumnViewsWithTheParentPlanGiveTheParentColumnsBitForBit) 
          std::vector<std::pair<int, int>>{{0, 20}, {64, 6}, {3, 1}, {69, 1}}) {
       Exl3DeviceWeight v = d.view;
       v.trellis += first * Exl3BlockWords(h.k, h.bits);
-      v.svh += first * 128;
-      v.n = blocks * 128;
+      v.svh += int64_t{first} * 128;
+      v.n = int64_t{blocks} * 128;
       const std::vector<float> part = RunOnce(v, x, rows);
       for (int64_t r = 0; r < rows; ++r)
-        ASSERT_EQ(std::memcmp(part.data() + r * v.n, full.data() + r * h.n + first * 128,
+        ASSERT_EQ(std::memcmp(part.data() + r * v.n, full.data() + r * h.n + int64_t{first} * 128,
                               v.n * sizeof(float)),
                   0)
             << "rows " << rows << " view [" << first << ", +" << blocks << ") row " << r;
@@ -449,7 +451,7 @@ TEST(Exl3LinearCuda, BackToBackLaunchesOnOneWorkspaceRepeatTheirBits) {
   const std::vector<float> want = RunOnce(d.view, x, 16);
   auto xd = Upload(x);
   constexpr int kRepeats = 12;
-  DeviceBuffer yd(kRepeats * 16 * h.n * sizeof(float));
+  DeviceBuffer yd(int64_t{kRepeats} * 16 * h.n * sizeof(float));
   CUDA_OK(cudaMemset(yd.get(), 0xFF, yd.bytes()));
   Runner runner;
   for (int i = 0; i < kRepeats; ++i)  // Row counts 16, 1, 16, 1, ...: both row-group kernels.
@@ -457,7 +459,7 @@ TEST(Exl3LinearCuda, BackToBackLaunchesOnOneWorkspaceRepeatTheirBits) {
                     .Run(d.view, xd->as<float>(), i % 2 ? 1 : 16,
                          yd.as<float>() + static_cast<int64_t>(i) * 16 * h.n)
                     .ok());
-  std::vector<float> got(kRepeats * 16 * h.n);
+  std::vector<float> got(int64_t{kRepeats} * 16 * h.n);
   CUDA_OK(cudaMemcpy(got.data(), yd.get(), yd.bytes(), cudaMemcpyDeviceToHost));
   for (int i = 0; i < kRepeats; ++i)
     ASSERT_EQ(std::memcmp(got.data() + static_cast<int64_t>(i) * 16 * h.n, want.data(),
@@ -469,8 +471,8 @@ TEST(Exl3LinearCuda, BackToBackLaunchesOnOneWorkspaceRepeatTheirBits) {
 TEST(Exl3LinearCuda, LaunchesOfDifferentWidthsShareOneWorkspace) {
   // A narrow linear's partials must never land on a wider one's counters (the forward alternates
   // 40-block and 136-block linears; the 27B head has 1940 blocks).
-  const HostWeight narrow = RandomWeight(1024, 8 * 128, 4, Exl3Codebook::kMul1, 41);
-  const HostWeight wide = RandomWeight(1024, 200 * 128, 4, Exl3Codebook::kMul1, 42);
+  const HostWeight narrow = RandomWeight(1024, int64_t{8} * 128, 4, Exl3Codebook::kMul1, 41);
+  const HostWeight wide = RandomWeight(1024, int64_t{200} * 128, 4, Exl3Codebook::kMul1, 42);
   const exl3::Plan pn = exl3::plan(narrow.k, narrow.n), pw = exl3::plan(wide.k, wide.n);
   DeviceWeight dn = ToDevice(narrow, pn.k_splits, pn.warps);
   DeviceWeight dw = ToDevice(wide, pw.k_splits, pw.warps);
@@ -509,7 +511,7 @@ SpanHead MakeSpanHead(int bits, uint32_t seed) {
   testing::SyntheticLinear spec;
   spec.prefix = "lm_head";
   spec.k = 1024;
-  spec.n = 70 * 128;
+  spec.n = int64_t{70} * 128;
   spec.bits = bits;
   spec.codebook = exl3::Codebook::kMul1;
   spec.seed = seed;
@@ -537,7 +539,7 @@ TEST(Exl3LinearCuda, SpanHeadPacksTheFullHeadsColumnsBitForBitInOneLaunch) {
   auto two = exl3::MakeSpanViews(s.head, spans);
   ASSERT_TRUE(two.ok()) << two.status();
   ASSERT_EQ((*two)[1].weight.first_column(), 6 * 128);
-  auto tail = s.head.columns(67 * 128, 3 * 128);
+  auto tail = s.head.columns(int64_t{67} * 128, int64_t{3} * 128);
   ASSERT_TRUE(tail.ok());
   const std::vector<exl3::SpanView> tail384 = {(*two)[0], {*tail, {8900, 8960}}};
   // Spans whose packed columns are not 4-aligned with their view's (scalar stores).
@@ -625,7 +627,8 @@ TEST(Exl3LinearCuda, SpanHeadRejectsBadSpans) {
   bad[1].view.warps = 4;  // Not planned as the head.
   EXPECT_EQ(run(bad.data(), 2, 360), absl::StatusCode::kInvalidArgument);
   std::vector<Exl3DeviceSpan> many(kMaxExl3Spans + 1, dev[0]);
-  EXPECT_EQ(run(many.data(), kMaxExl3Spans + 1, 360 * 8), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(run(many.data(), kMaxExl3Spans + 1, int64_t{360} * 8),
+            absl::StatusCode::kInvalidArgument);
   CUDA_OK(cudaDeviceSynchronize());
 }
 

@@ -24,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string WritePreset(const std::string& name, const std::string& folder, int drafter_bits) {
-  const std::string dir = (fs::temp_directory_path() / folder).string();
+  std::string dir = (fs::temp_directory_path() / folder).string();
   fs::remove_all(dir);
   synth::PresetOptions options;
   options.drafter_bits = drafter_bits;

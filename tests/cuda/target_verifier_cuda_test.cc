@@ -172,6 +172,7 @@ TEST_P(TargetVerifierCudaTest, DraftedEqualsPlainAndConcurrentEqualsSoloOnTheGpu
   options.sampler = device_sampler_.get();
   TargetVerifier sampling(model_.get(), info_, options);
   std::vector<engine::EngineRequest> requests;
+  requests.reserve(4);
   for (int which = 0; which < 4; ++which) requests.push_back(Request(which));
   Completions plain;  // Solo, no drafter, sampled on the host from downloaded logits.
   for (const auto& r : requests) {

@@ -1,6 +1,8 @@
 // The span-head ops of backend.h on the CPU backend: SpanLinear (the packed span logits, bit-equal
 // to the full head's columns and to cpu::Exl3SpanLinear), UploadSpanHead's refusals, and SpanIds
 // (packed columns back to vocabulary ids) with its bad input.
+#include <bit>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -33,7 +35,7 @@ class CpuBackendSpanTest : public ::testing::Test {
     testing::SyntheticLinear spec;
     spec.prefix = prefix;
     spec.k = 256;
-    spec.n = 66 * 128;  // Plans (1, 8), as the 27B's head does.
+    spec.n = int64_t{66} * 128;  // Plans (1, 8), as the 27B's head does.
     spec.bits = 4;
     spec.seed = seed;
     *ckpt =
@@ -79,7 +81,7 @@ TEST_F(CpuBackendSpanTest, SpanLinearIsTheFullHeadsColumnsOnAPool) {
     for (const exl3::ColumnSpan& s : spans) {
       for (int64_t j = s.begin; j < s.end; ++j, ++c) {
         const float a = dpacked->floats()[r * stride + c], f = (*dfull)->floats()[r * 66 * 128 + j];
-        mismatches += std::memcmp(&a, &f, sizeof(float)) != 0;
+        mismatches += std::bit_cast<uint32_t>(a) != std::bit_cast<uint32_t>(f);
       }
     }
     EXPECT_EQ(dpacked->floats()[r * stride + c], -7.0f);  // The stride's padding is untouched.

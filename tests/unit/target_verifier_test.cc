@@ -93,6 +93,7 @@ TEST_P(TargetVerifierTest, VerifyBatchEqualsEachSequencesOwnVerify) {
     std::vector<std::vector<uint32_t>> windows;
     std::vector<engine::WindowOutput> outs(3);
     std::vector<engine::VerifyJob> jobs;
+    windows.reserve(3);
     for (int s = 0; s < 3; ++s) windows.push_back(Tokens(rng, 1 + (3 * s + round) % 6));
     for (int s = 0; s < 3; ++s) {
       const absl::Span<const int64_t> taps =
@@ -175,6 +176,7 @@ TEST_P(TargetVerifierTest, AJobThatFailsItsChecksFailsAlone) {
 
 TEST_P(TargetVerifierTest, EngineConcurrentEqualsSoloForOneTwoAndFourStreams) {
   std::vector<engine::EngineRequest> requests;
+  requests.reserve(4);
   for (int which = 0; which < 4; ++which) requests.push_back(Request(which));
   Completions plain;
   for (const auto& r : requests) {  // Solo and without a drafter: plain decoding.
@@ -257,6 +259,7 @@ TEST_P(TargetVerifierTest, DeviceSamplingDrawsWhatTheEngineDraws) {
   }
 
   std::vector<engine::EngineRequest> requests;
+  requests.reserve(4);
   for (int which = 0; which < 4; ++which) requests.push_back(Request(which));
   Completions plain;
   for (const auto& r : requests) plain[r.prompt_ids] = Run(1, nullptr, {r})[0].completion_ids;

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -44,7 +45,7 @@ struct Stats {
 
 Stats Summarize(std::vector<double> us) {
   std::sort(us.begin(), us.end());
-  auto at = [&](double q) { return us[static_cast<size_t>(q * (us.size() - 1) + 0.5)]; };
+  auto at = [&](double q) { return us[static_cast<size_t>(std::llround(q * (us.size() - 1)))]; };
   return {at(0.5), at(0.1), at(0.9)};
 }
 
@@ -84,31 +85,31 @@ class Bench {
     BENCH_CUDA(cudaMalloc(&x_, sizeof(float) * 64 * 17408));
     BENCH_CUDA(cudaMalloc(&y_, sizeof(float) * 64 * 248320));
     BENCH_CUDA(cudaMalloc(&packed_, sizeof(float) * 64 * 248320));
-    BENCH_CUDA(FillRandomNormal(x_, 64 * 17408, 1, stream_));
+    BENCH_CUDA(FillRandomNormal(x_, int64_t{64} * 17408, 1, stream_));
     workspace_bytes_ = size_t{640} << 20;  // Units partials of the head at 64 rows: 509 MB.
     BENCH_CUDA(cudaMalloc(&workspace_, workspace_bytes_));
     BENCH_CUDA(cudaMemsetAsync(workspace_, 0, workspace_bytes_, stream_));
     BENCH_CUDA(cudaMalloc(&scales_, sizeof(uint16_t) * 2 * 248320));
-    BENCH_CUDA(FillRandomScales(scales_, 2 * 248320, 2, stream_));
+    BENCH_CUDA(FillRandomScales(scales_, int64_t{2} * 248320, 2, stream_));
     return absl::OkStatus();
   }
 
   // Times `call(i)` reps times after `warmup` calls, back to back behind a spin kernel.
   absl::StatusOr<Stats> Time(const std::function<absl::Status(int)>& call, int warmup, int reps) {
     for (int i = 0; i < warmup; ++i) ABSL_RETURN_IF_ERROR(call(i));
-    std::vector<cudaEvent_t> ev(2 * reps);
+    std::vector<cudaEvent_t> ev(size_t{2} * reps);
     for (auto& e : ev) BENCH_CUDA(cudaEventCreate(&e));
     BENCH_CUDA(Spin(spin_cycles_, stream_));
     for (int i = 0; i < reps; ++i) {
-      BENCH_CUDA(cudaEventRecord(ev[2 * i], stream_));
+      BENCH_CUDA(cudaEventRecord(ev[size_t{2} * i], stream_));
       ABSL_RETURN_IF_ERROR(call(warmup + i));
-      BENCH_CUDA(cudaEventRecord(ev[2 * i + 1], stream_));
+      BENCH_CUDA(cudaEventRecord(ev[size_t{2} * i + 1], stream_));
     }
     BENCH_CUDA(cudaStreamSynchronize(stream_));
     std::vector<double> us(reps);
     for (int i = 0; i < reps; ++i) {
       float ms = 0;
-      BENCH_CUDA(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
+      BENCH_CUDA(cudaEventElapsedTime(&ms, ev[size_t{2} * i], ev[size_t{2} * i + 1]));
       us[i] = ms * 1000.0;
     }
     for (auto& e : ev) BENCH_CUDA(cudaEventDestroy(e));

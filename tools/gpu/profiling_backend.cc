@@ -60,9 +60,9 @@ absl::Status ProfilingBackend::End() {
     t.host_us += r.host_us;
     if (r.event < 0) continue;
     float ms = 0;
-    ABSL_RETURN_IF_ERROR(
-        Cuda(cudaEventElapsedTime(&ms, events_[2 * r.event], events_[2 * r.event + 1]),
-             "cudaEventElapsedTime"));
+    ABSL_RETURN_IF_ERROR(Cuda(
+        cudaEventElapsedTime(&ms, events_[size_t{2} * r.event], events_[size_t{2} * r.event + 1]),
+        "cudaEventElapsedTime"));
     t.gpu_us += ms * 1000.0;
   }
   runs_.push_back(std::move(run));
@@ -116,14 +116,15 @@ absl::Status ProfilingBackend::Timed(const std::string& op, bool on_gpu, Call&& 
       }
     }
     r.event = used_pairs_++;
-    ABSL_RETURN_IF_ERROR(Cuda(cudaEventRecord(events_[2 * r.event], stream_), "cudaEventRecord"));
+    ABSL_RETURN_IF_ERROR(
+        Cuda(cudaEventRecord(events_[size_t{2} * r.event], stream_), "cudaEventRecord"));
   }
   const double t0 = NowUs();
-  const absl::Status status = call();
+  absl::Status status = call();
   r.host_us = NowUs() - t0;
   if (on_gpu) {
     ABSL_RETURN_IF_ERROR(
-        Cuda(cudaEventRecord(events_[2 * r.event + 1], stream_), "cudaEventRecord"));
+        Cuda(cudaEventRecord(events_[size_t{2} * r.event + 1], stream_), "cudaEventRecord"));
   }
   records_.push_back(std::move(r));
   return status;

@@ -89,18 +89,18 @@ class Bench {
         ABSL_ASSIGN_OR_RETURN(drafter_profiler_, ProfilingBackend::Create(*drafter_backend_));
       }
     }
-    backend::Backend& tb = f_.profile ? *target_profiler_ : *target_backend_;
-    backend::Backend& db = !f_.two_backends ? tb
-                           : f_.profile     ? *drafter_profiler_
-                                            : *drafter_backend_;
+    backend::Backend* tb = f_.profile ? target_profiler_.get() : target_backend_.get();
+    backend::Backend* db = !f_.two_backends ? tb
+                           : f_.profile     ? drafter_profiler_.get()
+                                            : drafter_backend_.get();
     ABSL_ASSIGN_OR_RETURN(
-        target_, target::OpenTargetModel(f_.target, {.backend = &tb, .context = f_.context}));
+        target_, target::OpenTargetModel(f_.target, {.backend = tb, .context = f_.context}));
     const double target_s = Seconds(start);
     start = std::chrono::steady_clock::now();
-    ABSL_ASSIGN_OR_RETURN(drafter_,
-                          drafter::Drafter::Open(
-                              f_.drafter, f_.target,
-                              {.model = {.backend = &db, .context = f_.context}, .head = f_.head}));
+    ABSL_ASSIGN_OR_RETURN(
+        drafter_,
+        drafter::Drafter::Open(f_.drafter, f_.target,
+                               {.model = {.backend = db, .context = f_.context}, .head = f_.head}));
     const double drafter_s = Seconds(start);
     const bool q4 = drafter_->model().weights().layers[0].q_proj.is_q4();
     std::printf(
@@ -115,7 +115,7 @@ class Bench {
         drafter_stream_,
         cuda::CudaBackendStream(f_.two_backends ? *drafter_backend_ : *target_backend_));
     ABSL_ASSIGN_OR_RETURN(RoundTimer timer, RoundTimer::Create());
-    ABSL_ASSIGN_OR_RETURN(copy_gbs_, CopyBandwidth(tb, target_stream_, timer));
+    ABSL_ASSIGN_OR_RETURN(copy_gbs_, CopyBandwidth(*tb, target_stream_, timer));
     std::printf("copy 4 GiB d2d: %.0f GB/s (read + write)\n", copy_gbs_);
     json_["copy_gbs"] = copy_gbs_;
 
@@ -146,8 +146,8 @@ class Bench {
           Report(timer, "verify-16+commit", CommitStep(rows), TargetBytes(rows, 1, true)));
       ABSL_RETURN_IF_ERROR(Profile());
     }
-    ABSL_RETURN_IF_ERROR(tb.Synchronize());
-    ABSL_RETURN_IF_ERROR(db.Synchronize());
+    ABSL_RETURN_IF_ERROR(tb->Synchronize());
+    ABSL_RETURN_IF_ERROR(db->Synchronize());
     PrintSummary(target_s, drafter_s);
     if (f_.profile) PrintProfileSummary();
     if (!f_.json.empty()) std::ofstream(f_.json) << json_.dump(2) << "\n";

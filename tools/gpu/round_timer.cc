@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
@@ -47,7 +48,7 @@ double NowUs() {
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(q * (v.size() - 1) + 0.5)];
+  return v[static_cast<size_t>(std::llround(q * (v.size() - 1)))];
 }
 
 nlohmann::json StepTimes::ToJson() const {
