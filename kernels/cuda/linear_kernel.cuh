@@ -85,6 +85,42 @@ __device__ __forceinline__ void LoadInputs(const float* x, int64_t k0, int64_t k
   }
 }
 
+// acc[r][c] = this thread's fma chain over k = k_first, k_first + k_step, ... for rows r0.. and
+// columns col0..; one definition for both kernels, so their per-thread sums are the same code.
+template <typename Weight, int kRows, bool kVector>
+__device__ __forceinline__ void Accumulate(const Params& p, int64_t col0, int64_t r0,
+                                           int64_t k_first, int64_t k_step,
+                                           float (&acc)[kRows][kCols]) {
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) acc[r][c] = 0.0f;
+  }
+  for (int64_t k0 = k_first; k0 < p.k; k0 += k_step) {
+    float w[kCols][kLaneK];
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) {
+      if (col0 + c < p.n) {
+        LoadWeights(Weight{}, p.w, (col0 + c) * p.pitch + k0, w[c]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < kLaneK; ++i) w[c][i] = 0.0f;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (r0 + r >= p.rows) break;
+      float xv[kLaneK];
+      LoadInputs<kVector>(p.x + (r0 + r) * p.x_stride, k0, p.k, xv);
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+#pragma unroll
+        for (int i = 0; i < kLaneK; ++i) acc[r][c] = __fmaf_rn(xv[i], w[c][i], acc[r][c]);
+      }
+    }
+  }
+}
+
 template <typename Weight, int kRows, bool kVector>
 __global__ void __launch_bounds__(kThreads) DenseLinearKernel(const Params p) {
   const int lane = threadIdx.x % 32;
@@ -92,34 +128,8 @@ __global__ void __launch_bounds__(kThreads) DenseLinearKernel(const Params p) {
   if (col0 >= p.n) return;
   for (int64_t r0 = 0; r0 < p.rows; r0 += kRows) {
     float acc[kRows][kCols];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) acc[r][c] = 0.0f;
-    }
-    for (int64_t k0 = static_cast<int64_t>(lane) * kLaneK; k0 < p.k; k0 += kStepK) {
-      float w[kCols][kLaneK];
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) {
-        if (col0 + c < p.n) {
-          LoadWeights(Weight{}, p.w, (col0 + c) * p.pitch + k0, w[c]);
-        } else {
-#pragma unroll
-          for (int i = 0; i < kLaneK; ++i) w[c][i] = 0.0f;
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        if (r0 + r >= p.rows) break;
-        float xv[kLaneK];
-        LoadInputs<kVector>(p.x + (r0 + r) * p.x_stride, k0, p.k, xv);
-#pragma unroll
-        for (int c = 0; c < kCols; ++c) {
-#pragma unroll
-          for (int i = 0; i < kLaneK; ++i) acc[r][c] = __fmaf_rn(xv[i], w[c][i], acc[r][c]);
-        }
-      }
-    }
+    Accumulate<Weight, kRows, kVector>(p, col0, r0, static_cast<int64_t>(lane) * kLaneK, kStepK,
+                                       acc);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       if (r0 + r >= p.rows) break;
@@ -140,35 +150,8 @@ __global__ void __launch_bounds__(kSplitThreads) SplitKernel(const Params p) {
   const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kCols;
   for (int64_t r0 = 0; r0 < p.rows; r0 += kRows) {
     float acc[kRows][kCols];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) acc[r][c] = 0.0f;
-    }
-    for (int64_t k0 = static_cast<int64_t>(warp * 32 + lane) * kLaneK; k0 < p.k;
-         k0 += kSplitWarps * kStepK) {
-      float w[kCols][kLaneK];
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) {
-        if (col0 + c < p.n) {
-          LoadWeights(Weight{}, p.w, (col0 + c) * p.pitch + k0, w[c]);
-        } else {
-#pragma unroll
-          for (int i = 0; i < kLaneK; ++i) w[c][i] = 0.0f;
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        if (r0 + r >= p.rows) break;
-        float xv[kLaneK];
-        LoadInputs<kVector>(p.x + (r0 + r) * p.x_stride, k0, p.k, xv);
-#pragma unroll
-        for (int c = 0; c < kCols; ++c) {
-#pragma unroll
-          for (int i = 0; i < kLaneK; ++i) acc[r][c] = __fmaf_rn(xv[i], w[c][i], acc[r][c]);
-        }
-      }
-    }
+    Accumulate<Weight, kRows, kVector>(p, col0, r0, static_cast<int64_t>(warp * 32 + lane) * kLaneK,
+                                       kSplitWarps * kStepK, acc);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
 #pragma unroll
