@@ -10,6 +10,7 @@
 #include "common/safetensors/half.h"
 #include "common/status.h"
 #include "kernels/cuda/exl3_relayout.h"
+#include "kernels/cuda/exl3_weight.h"
 
 namespace twinspan::cuda {
 
@@ -41,18 +42,6 @@ struct DeviceExl3Views::Buffers {
 };
 
 namespace {
-
-Exl3Codebook ToDevice(exl3::Codebook c) {
-  switch (c) {
-    case exl3::Codebook::k3Inst:
-      return Exl3Codebook::k3inst;
-    case exl3::Codebook::kMcg:
-      return Exl3Codebook::kMcg;
-    case exl3::Codebook::kMul1:
-      break;
-  }
-  return Exl3Codebook::kMul1;
-}
 
 bool SameMatrix(const exl3::Weight& a, const exl3::Weight& b) {
   return a.name() == b.name() && a.k() == b.k() && a.stored_n() == b.stored_n() &&
@@ -94,7 +83,7 @@ absl::StatusOr<DeviceExl3Views> DeviceExl3Views::Upload(std::span<const exl3::We
     w.k = v.k();
     w.n = v.n();
     w.bits = v.bits();
-    w.codebook = ToDevice(v.codebook());
+    w.codebook = ToDeviceCodebook(v.codebook());
     w.k_splits = v.plan().k_splits;
     w.warps = v.plan().warps;
     d.views_.push_back(w);

@@ -39,7 +39,9 @@ absl::Status CopyHalves(std::span<const float> values, __half** dst, const std::
   return absl::OkStatus();
 }
 
-Exl3Codebook ToDevice(exl3::Codebook c) {
+}  // namespace
+
+Exl3Codebook ToDeviceCodebook(exl3::Codebook c) {
   switch (c) {
     case exl3::Codebook::k3Inst:
       return Exl3Codebook::k3inst;
@@ -50,8 +52,6 @@ Exl3Codebook ToDevice(exl3::Codebook c) {
   }
   return Exl3Codebook::kMul1;
 }
-
-}  // namespace
 
 absl::StatusOr<DeviceExl3Weight> DeviceExl3Weight::Upload(const exl3::Weight& w, int threads) {
   if (w.first_column() != 0 || w.n() != w.stored_n() || w.k() <= 0)
@@ -92,7 +92,7 @@ absl::StatusOr<Exl3DeviceWeight> DeviceExl3Weight::View(const exl3::Weight& view
   d.k = view.k();
   d.n = view.n();
   d.bits = view.bits();
-  d.codebook = ToDevice(view.codebook());
+  d.codebook = ToDeviceCodebook(view.codebook());
   d.k_splits = view.plan().k_splits;
   d.warps = view.plan().warps;
   return d;

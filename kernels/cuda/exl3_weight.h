@@ -14,6 +14,9 @@
 
 namespace twinspan::cuda {
 
+// The device kernel's name for a stored codebook.
+Exl3Codebook ToDeviceCodebook(exl3::Codebook c);
+
 // Owns the device copy; move-only. Not thread-safe to upload, safe to share once uploaded.
 class DeviceExl3Weight {
  public:
