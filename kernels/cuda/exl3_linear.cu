@@ -60,6 +60,11 @@ struct Shape {
   }
 };
 
+// Tiles of a work item for ng row groups: 4 up to 8 rows; at 9..16 rows 4 for plans of 8 or more
+// splits (their many short items halve, and rounds fold a split's warps in shared memory: faster
+// on the H200, docs/perf.md) and 2 for the others (twice the warps busy); 2 above.
+int ItemTiles(const Shape& s, int ng) { return ng == 1 || (ng == 2 && s.sk >= 8) ? 4 : 2; }
+
 struct WorkspaceLayout {
   size_t counters = 0, xs = 0, z = 0, total = 0;
 };
@@ -82,21 +87,21 @@ WorkspaceLayout Layout(const Shape& s, int64_t rows) {
 struct Schedule {
   bool feasible = false;
   bool shared_xs = true;  // B fragments rotated into shared memory, else by the rotation kernel.
-  int rounds = 0, blocks = 0, warps = 0, smem_bytes = 0;
+  int rounds = 0, tw = 4, blocks = 0, warps = 0, smem_bytes = 0;
   int red_offset = 0, list_offset = 0;
   double cost = 0;
 };
 
 // One block per SM (or two of half the warps) holding all of the SM's warps: every item of a block
 // runs at once where it can, and blocks differ by at most one item.
-Schedule Plan(const Shape& s, int m, bool rounds, int sms, int blocks_per_sm, bool rotation_kernel,
-              int max_warps) {
+Schedule Plan(const Shape& s, int m, bool rounds, int tw, int sms, int blocks_per_sm,
+              bool rotation_kernel, int max_warps) {
   Schedule c;
-  const int ng = RowGroups(m), L = s.L(), per_major = 8 / ek::ItemTiles(ng) * s.nb;
+  const int ng = RowGroups(m), L = s.L(), per_major = 8 / tw * s.nb;
   const int items = rounds ? per_major * s.sk : per_major * s.groups();
   const int bps = blocks_per_sm == 2 ? 2 : 1;
   const int cap = std::min(ek::MaxWarps(ng) / bps, max_warps > 0 ? max_warps : 1 << 20);
-  if (rounds && (cap < s.wk || ek::ItemTiles(ng) != 4)) return c;  // Rounds: 4-tile items only.
+  if (!ek::ItemTilesFit(ng, tw) || (rounds && (cap < s.wk || tw != 4))) return c;  // 4-tile rounds.
   const int blocks = std::min(sms * bps, items);
   const int ipb = (items + blocks - 1) / blocks;
   // Rounds: slots of WK warps (named barriers 1..15); units: one warp per item.
@@ -121,6 +126,7 @@ Schedule Plan(const Shape& s, int m, bool rounds, int sms, int blocks_per_sm, bo
   const int64_t smem = rest + int64_t{4} * xs_words;
   c.feasible = true;
   c.rounds = rounds;
+  c.tw = tw;
   c.blocks = blocks;
   c.warps = warps;
   c.smem_bytes = static_cast<int>(smem);
@@ -273,10 +279,13 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
   for (int64_t r0 = 0; r0 < rows; r0 += launch_rows) {
     const int m = static_cast<int>(std::min(rows - r0, launch_rows));
     Schedule best;
+    const int ng = RowGroups(m);
+    const int tw =
+        ek::ItemTilesFit(ng, ctx.exl3_item_tiles) ? ctx.exl3_item_tiles : ItemTiles(s, ng);
     for (int rounds = 0; rounds < 2; ++rounds) {
       if (!rounds && !s.units_allowed(m)) continue;
       if (ctx.exl3_schedule != 0 && ctx.exl3_schedule != 1 + rounds) continue;
-      const Schedule c = Plan(s, m, rounds, sms, ctx.exl3_blocks_per_sm,
+      const Schedule c = Plan(s, m, rounds, tw, sms, ctx.exl3_blocks_per_sm,
                               ctx.exl3_rotation_kernel == 1, ctx.exl3_warps);
       if (c.feasible && (!best.feasible || c.cost < best.cost)) best = c;
     }
@@ -294,7 +303,8 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
     p.red_offset = best.red_offset;
     p.list_offset = best.list_offset;
     ek::LaunchShape shape;
-    shape.ng = RowGroups(m);
+    shape.ng = ng;
+    shape.tw = best.tw;
     shape.blocks = best.blocks;
     shape.warps = best.warps;
     shape.smem_bytes = best.smem_bytes;

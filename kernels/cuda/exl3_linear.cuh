@@ -43,15 +43,17 @@ struct Context {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   // Tests and tuning only; none changes a bit of the output. Schedule: 0 picks per launch,
-  // 1 forces warp units, 2 forces rounds (up to 8 rows). Blocks per SM: 0 or 1 one block with all
-  // the SM's warps, 2 two blocks of half as many. L2 prefetch: 0 automatic, -1 off, else
-  // half-strips ahead. Rotation kernel: 0 only where shared memory is short, 1 always above 16
-  // rows. Warps: 0 as many as the kernel holds, else at most this many per block.
+  // 1 forces warp units, 2 forces rounds (4-tile items, up to 16 rows). Blocks per SM: 0 or 1 one
+  // block with all the SM's warps, 2 two blocks of half as many. L2 prefetch: 0 automatic, -1
+  // off, else half-strips ahead. Rotation kernel: 0 only where shared memory is short, 1 always
+  // above 16 rows. Warps: 0 as many as the kernel holds, else at most this many per block. Item
+  // tiles: 4 or 2 tiles per warp work item where the rows allow (4 up to 16, 2 from 9), else auto.
   int exl3_schedule = 0;
   int exl3_blocks_per_sm = 0;
   int exl3_l2_ahead = 0;
   int exl3_rotation_kernel = 0;
   int exl3_warps = 0;
+  int exl3_item_tiles = 0;
 };
 
 // Bytes of workspace Exl3Linear needs for `w` at up to `rows` rows.

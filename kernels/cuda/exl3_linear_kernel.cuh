@@ -53,10 +53,12 @@ namespace twinspan::cuda::exl3_kernel {
 constexpr int kRotateWarps = 8;  // Per block of the rotation kernel.
 constexpr int kMaxSegments = 4;
 
-// Tiles (16 columns each) of one work item: a whole half-strip of 4 for up to 8 rows; 2 above, so
-// a warp's accumulators stay at 2 tiles x 8 rows x ... and more warps fit (each tile's column sums
-// are independent, so how many tiles a warp takes never changes a bit).
-__host__ __device__ constexpr int ItemTiles(int ng) { return ng == 1 ? 4 : 2; }
+// Tiles (16 columns each) of one work item, TW: a whole half-strip of 4 up to 16 rows, or 2 from 9
+// rows on, so a warp's accumulators stay at 2 tiles x 8 rows x ... (each tile's column sums are
+// independent, so how many tiles a warp takes never changes a bit). The host picks per launch.
+__host__ __device__ constexpr bool ItemTilesFit(int ng, int tw) {
+  return tw == 4 ? ng <= 2 : (tw == 2 && ng >= 2);
+}
 
 // Most warps of one block (one block per SM): its registers bound it (<= 96, 96, 128, 168 regs).
 __host__ __device__ constexpr int MaxWarps(int ng) {
@@ -65,17 +67,17 @@ __host__ __device__ constexpr int MaxWarps(int ng) {
 constexpr float kHadScale = 0.08838834764831845f;  // 1/sqrt(128).
 
 // Words a lane loads per k-step.
-template <int K, int NG>
+template <int K, int TW>
 __host__ __device__ constexpr int StepWords() {
-  return ItemTiles(NG) == 4 ? K : exl3_bits::PairLoadWords(K);
+  return TW == 4 ? K : exl3_bits::PairLoadWords(K);
 }
 
 // k-steps each warp keeps in flight in registers (~2 KB per warp at K <= 4 for 4-tile items; 64
 // rows need the registers for accumulators). Even, so the two B-fragment buffers alternate
 // across loop iterations.
-template <int K, int NG>
+template <int K, int TW>
 __host__ __device__ constexpr int PrefetchSteps() {
-  return ItemTiles(NG) == 4 ? (K <= 4 ? 4 : 2) : (StepWords<K, NG>() <= 4 ? 4 : 2);
+  return TW == 4 ? (K <= 4 ? 4 : 2) : (StepWords<K, TW>() <= 4 ? 4 : 2);
 }
 
 // B-fragment words of one k-tile for 8 * ng rows: [lane][ng][2].
@@ -340,11 +342,10 @@ __device__ __forceinline__ void Epilogue(const LinearParams& p, int b, int row) 
 
 // Decodes the tiles of one k-step (all 4 of the lane's half-strip words, or the pair of a 2-tile
 // item, as tiles 0 and 1 of its PairView) and multiplies each with the step's B fragments.
-template <Cb CB, int K, int NG>
-__device__ __forceinline__ void StepMma(const uint32_t (&w)[StepWords<K, NG>()], int pair, int lane,
-                                        const uint32_t (&bx)[NG][2],
-                                        float (&acc)[ItemTiles(NG)][NG][4]) {
-  if constexpr (ItemTiles(NG) == 4) {
+template <Cb CB, int K, int NG, int TW>
+__device__ __forceinline__ void StepMma(const uint32_t (&w)[StepWords<K, TW>()], int pair, int lane,
+                                        const uint32_t (&bx)[NG][2], float (&acc)[TW][NG][4]) {
+  if constexpr (TW == 4) {
     TileMma<CB, K, NG, 0>(w, lane, bx, acc);
     TileMma<CB, K, NG, 1>(w, lane, bx, acc);
     TileMma<CB, K, NG, 2>(w, lane, bx, acc);
@@ -357,13 +358,13 @@ __device__ __forceinline__ void StepMma(const uint32_t (&w)[StepWords<K, NG>()],
   }
 }
 
-template <Cb CB, int K, int NG>
+template <Cb CB, int K, int NG, int TW>
 __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
     LinearKernel(const __grid_constant__ LinearParams p) {
-  constexpr int TW = ItemTiles(NG);       // Tiles of an item.
+  static_assert(ItemTilesFit(NG, TW), "4-tile items up to 16 rows, 2-tile items from 9");
   constexpr int kParts = 8 / TW;          // Items per column block and group.
-  constexpr int SW = StepWords<K, NG>();  // Words a lane loads per k-step.
-  constexpr int D = PrefetchSteps<K, NG>();
+  constexpr int SW = StepWords<K, TW>();  // Words a lane loads per k-step.
+  constexpr int D = PrefetchSteps<K, TW>();
   constexpr int V = Exl3VectorWords(K);
   constexpr int kStrip = 32 * K;  // Words of one half-strip.
   constexpr int kXs = XsWordsPerKtile(NG);
@@ -632,7 +633,7 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
       if (s0 + d < total) {
         uint32_t(&bcur)[NG][2] = bx[d & 1];
         load_bx(bx[(d + 1) & 1], 1);
-        StepMma<CB, K, NG>(buf[d], c_pair, lane, bcur, acc);
+        StepMma<CB, K, NG, TW>(buf[d], c_pair, lane, bcur, acc);
         if (s0 + d + D < total) load(buf[d]);
         advance_xs();
         if (--c_left == 0) {

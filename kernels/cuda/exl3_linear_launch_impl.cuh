@@ -34,17 +34,19 @@ template <Cb CB, int K>
 cudaError_t LaunchRows(const LaunchShape& s, const LinearParams& p, cudaStream_t stream) {
   switch (s.ng) {
     case 1:
-      return LaunchDependent(&LinearKernel<CB, K, 1>, s.blocks, 32 * s.warps, s.smem_bytes, stream,
-                             p);
+      return LaunchDependent(&LinearKernel<CB, K, 1, 4>, s.blocks, 32 * s.warps, s.smem_bytes,
+                             stream, p);
     case 2:
-      return LaunchDependent(&LinearKernel<CB, K, 2>, s.blocks, 32 * s.warps, s.smem_bytes, stream,
-                             p);
+      return s.tw == 4 ? LaunchDependent(&LinearKernel<CB, K, 2, 4>, s.blocks, 32 * s.warps,
+                                         s.smem_bytes, stream, p)
+                       : LaunchDependent(&LinearKernel<CB, K, 2, 2>, s.blocks, 32 * s.warps,
+                                         s.smem_bytes, stream, p);
     case 4:
-      return LaunchDependent(&LinearKernel<CB, K, 4>, s.blocks, 32 * s.warps, s.smem_bytes, stream,
-                             p);
+      return LaunchDependent(&LinearKernel<CB, K, 4, 2>, s.blocks, 32 * s.warps, s.smem_bytes,
+                             stream, p);
     case 8:
-      return LaunchDependent(&LinearKernel<CB, K, 8>, s.blocks, 32 * s.warps, s.smem_bytes, stream,
-                             p);
+      return LaunchDependent(&LinearKernel<CB, K, 8, 2>, s.blocks, 32 * s.warps, s.smem_bytes,
+                             stream, p);
     default:
       return cudaErrorInvalidValue;
   }

@@ -98,7 +98,7 @@ DeviceWeight ToDevice(const HostWeight& h, int k_splits, int warps) {
 // Runs the op on the device for `rows` rows of x (row-major, k floats a row); returns y.
 // schedule: Context::exl3_schedule (0 automatic, 1 warp units, 2 rounds) plus 10 for the
 // rotation kernel above 16 rows, plus 100 for two blocks per SM, plus 1000 * w for blocks of at
-// most 5 * w warps.
+// most 5 * w warps, plus 10000 * t for work items of t tiles.
 class Runner {
  public:
   Runner() : workspace_(64 << 20) { cudaMemset(workspace_.get(), 0, workspace_.bytes()); }
@@ -109,7 +109,8 @@ class Runner {
     ctx.exl3_schedule = schedule % 10;
     ctx.exl3_rotation_kernel = schedule / 10 % 10;
     ctx.exl3_blocks_per_sm = schedule / 100 % 10 == 1 ? 2 : 0;
-    ctx.exl3_warps = schedule / 1000 * 5;
+    ctx.exl3_warps = schedule / 1000 % 10 * 5;
+    ctx.exl3_item_tiles = schedule / 10000;
     return ctx;
   }
   absl::Status Run(const Exl3DeviceWeight& w, const float* x_dev, int64_t rows, float* y_dev,
@@ -410,8 +411,8 @@ TEST(Exl3LinearCuda, ColumnViewsWithTheParentPlanGiveTheParentColumnsBitForBit) 
 // ---- the two schedules ----------------------------------------------------------------------
 
 TEST(Exl3LinearCuda, EverySchedulePicksTheSameBitsForEveryRowGroup) {
-  // Warp units and rounds (up to 8 rows) sum in the plan's order, 4-tile and 2-tile items (up to
-  // 8 rows, and above) decode the same tiles, B fragments from shared memory or from the rotation
+  // Warp units and rounds (up to 16 rows) sum in the plan's order, 4-tile and 2-tile items (up to
+  // 16 rows, and from 9) decode the same tiles, B fragments from shared memory or from the rotation
   // kernel are the same values, one or two blocks per SM split the same items: which one a launch
   // picks must not change a bit.
   int cases = 0;
@@ -424,11 +425,12 @@ TEST(Exl3LinearCuda, EverySchedulePicksTheSameBitsForEveryRowGroup) {
         const std::vector<float> x = RandomRows(rows, h.k, 70 + rows + K);
         const std::vector<float> units = RunOnce(d.view, x, rows, 1);
         for (float v : units) ASSERT_TRUE(std::isfinite(v));
-        // Rounds, automatic, the rotation kernel, two blocks per SM, blocks of 10 or 5 warps.
-        for (int schedule : {2, 0, 11, 12, 101, 102, 112, 2000, 1001}) {
+        // Rounds, automatic, the rotation kernel, two blocks per SM, blocks of 10 or 5 warps,
+        // 4-tile units and rounds, 2-tile units.
+        for (int schedule : {2, 0, 11, 12, 101, 102, 112, 2000, 1001, 40001, 40002, 20001}) {
           auto other = RunScheduled(d.view, x, rows, schedule);
           if (!other.ok() && other.status().code() == absl::StatusCode::kResourceExhausted)
-            continue;  // Rounds above 8 rows, or a schedule that cannot hold the plan's warps.
+            continue;  // Rounds above 16 rows, or a schedule that cannot hold the plan's warps.
           ASSERT_TRUE(other.ok()) << other.status();
           ASSERT_EQ(std::memcmp(units.data(), other->data(), units.size() * sizeof(float)), 0)
               << "plan (" << sk << "," << wk << ") K" << K << " rows " << rows << " schedule "
@@ -437,8 +439,9 @@ TEST(Exl3LinearCuda, EverySchedulePicksTheSameBitsForEveryRowGroup) {
         }
       }
     }
-  // 1 row: all 9; 9..64 rows: units (0, 11, 101, 2000, 1001).
-  EXPECT_GE(cases, 4 * 3 * (9 + 4 * 5));
+  // 1 row: all 12 (2-tile units fall back to 4); 9 rows: at least units (0, 11, 101, 2000, 1001,
+  // 40001, 20001) and 4-tile rounds; 17..64 rows: units (0, 11, 101, 2000, 1001, 40001, 20001).
+  EXPECT_GE(cases, 4 * 3 * (12 + 8 + 3 * 7));
 }
 
 TEST(Exl3LinearCuda, BackToBackLaunchesOnOneWorkspaceRepeatTheirBits) {

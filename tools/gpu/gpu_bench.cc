@@ -141,11 +141,12 @@ class Bench {
   }
 
   // Tuning knobs of cuda::Context (they change timings, never bits).
-  void set_tuning(int schedule, int blocks_per_sm, int l2_ahead, int warps) {
+  void set_tuning(int schedule, int blocks_per_sm, int l2_ahead, int warps, int tiles) {
     schedule_ = schedule;
     blocks_per_sm_ = blocks_per_sm;
     l2_ahead_ = l2_ahead;
     warps_ = warps;
+    tiles_ = tiles;
   }
 
   cuda::Exl3DeviceWeight MakeWeight(const uint32_t* trellis, int64_t k, int64_t n, int bits) {
@@ -169,6 +170,7 @@ class Bench {
     ctx.exl3_blocks_per_sm = blocks_per_sm_;
     ctx.exl3_l2_ahead = l2_ahead_;
     ctx.exl3_warps = warps_;
+    ctx.exl3_item_tiles = tiles_;
     return ctx;
   }
 
@@ -428,7 +430,7 @@ class Bench {
   }
 
   std::string Tuning() const {
-    return absl::StrFormat("%d:%d:%d:%d", schedule_, blocks_per_sm_, l2_ahead_, warps_);
+    return absl::StrFormat("%d:%d:%d:%d:%d", schedule_, blocks_per_sm_, l2_ahead_, warps_, tiles_);
   }
   nlohmann::json& json() { return json_; }
   const std::string& device() const { return device_; }
@@ -437,7 +439,7 @@ class Bench {
  private:
   cudaStream_t stream_ = nullptr;
   int reps_ = 30;
-  int schedule_ = 0, blocks_per_sm_ = 0, l2_ahead_ = 0, warps_ = 0;
+  int schedule_ = 0, blocks_per_sm_ = 0, l2_ahead_ = 0, warps_ = 0, tiles_ = 0;
   int64_t spin_cycles_ = 0;
   std::string device_;
   int sms_ = 0;
@@ -465,15 +467,16 @@ absl::Status Main(const std::string& json_path, const std::string& sections,
   ABSL_RETURN_IF_ERROR(bench.Copy());
   auto has = [&](const char* s) { return sections.find(s) != std::string::npos; };
   for (size_t t = 0; t < tunings.size(); ++t) {
-    int schedule = 0, bps = 0, l2 = 0, warps = 0;
-    if (std::sscanf(tunings[t].c_str(), "%d:%d:%d:%d", &schedule, &bps, &l2, &warps) < 3)
-      return absl::InvalidArgumentError("--tunings: \"" + tunings[t] +
-                                        "\" is not schedule:blocks_per_sm:l2_ahead[:warps]");
-    bench.set_tuning(schedule, bps, l2, warps);
+    int schedule = 0, bps = 0, l2 = 0, warps = 0, tiles = 0;
+    if (std::sscanf(tunings[t].c_str(), "%d:%d:%d:%d:%d", &schedule, &bps, &l2, &warps, &tiles) < 3)
+      return absl::InvalidArgumentError(
+          "--tunings: \"" + tunings[t] +
+          "\" is not schedule:blocks_per_sm:l2_ahead[:warps[:tiles]]");
+    bench.set_tuning(schedule, bps, l2, warps, tiles);
     std::printf(
         "tuning: schedule %d (0 auto, 1 units, 2 rounds), blocks per SM %d (0 auto), L2 ahead %d "
-        "(0 auto, -1 off), warps %d (0 all)\n\n",
-        schedule, bps, l2, warps);
+        "(0 auto, -1 off), warps %d (0 all), item tiles %d (0 auto)\n\n",
+        schedule, bps, l2, warps, tiles);
     if (has("head")) ABSL_RETURN_IF_ERROR(bench.Head(6));
     if (has("forward")) ABSL_RETURN_IF_ERROR(bench.Forward(4, 6));
     if (has("floor")) ABSL_RETURN_IF_ERROR(bench.Floor());
@@ -497,8 +500,9 @@ int main(int argc, char** argv) {
   int reps = 30;
   std::vector<std::string> tunings = {"0:0:0"};
   app.add_option("--json", json, "write every number here");
-  app.add_option("--tunings", tunings,
-                 "comma list of schedule:blocks_per_sm:l2_ahead[:warps] to time (default 0:0:0)")
+  app.add_option(
+         "--tunings", tunings,
+         "comma list of schedule:blocks_per_sm:l2_ahead[:warps[:tiles]] to time (default 0:0:0)")
       ->delimiter(',');
   app.add_option("--sections", sections, "comma list of head, forward, floor, linears");
   app.add_option("--bits", bits, "comma list of K values of the per-linear table")
