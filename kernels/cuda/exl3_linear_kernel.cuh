@@ -365,6 +365,9 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   constexpr int kParts = 8 / TW;          // Items per column block and group.
   constexpr int SW = StepWords<K, TW>();  // Words a lane loads per k-step.
   constexpr int D = PrefetchSteps<K, TW>();
+  // A second copy of the step loop without the item checks, where its registers fit beside the
+  // first (4-tile items at 16 rows and 64 rows spill with it).
+  constexpr bool kUnchecked = NG == 1 || (NG <= 4 && TW == 2);
   constexpr int V = Exl3VectorWords(K);
   constexpr int kStrip = 32 * K;  // Words of one half-strip.
   constexpr int kXs = XsWordsPerKtile(NG);
@@ -424,7 +427,7 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   const uint32_t* pf = lane_start(strip0, pf_pair);
   // Offsets of a K = 6 pair's 2nd and 3rd words from its 1st (natural words 3p .. 3p + 2).
   int k6_o1 = pf_pair ? 63 : 1;
-  auto load = [&](uint32_t(&dst)[SW]) {
+  auto load_words = [&](uint32_t(&dst)[SW]) {
     if constexpr (TW == 4 || K % 2 == 1) {
 #pragma unroll
       for (int v = 0; v < K / V; ++v) LoadVector<V>(pf + v * 32 * V, dst + v * V, policy);
@@ -437,6 +440,9 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
       LoadVector<1>(pf + 64, dst + 2, policy);
     }
     pf += kStrip;
+  };
+  auto load = [&](uint32_t(&dst)[SW]) {
+    load_words(dst);
     if (--pf_left == 0) {
       pf_left = L;
       if (++pf_j < n_items) {
@@ -628,6 +634,19 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   int c_pair = TW == 4 ? 0 : cq & 1;
   for (int s0 = 0; s0 < total; s0 += D) {
     if (p.l2_ahead > 0) prefetch_l2(D);
+    if (kUnchecked && c_left > D && pf_left > D && s0 + 2 * D <= total) {
+      // No item ends and no load crosses into another in these D steps: the same steps, unchecked.
+#pragma unroll
+      for (int d = 0; d < D; ++d) {
+        load_bx(bx[(d + 1) & 1], 1);
+        StepMma<CB, K, NG, TW>(buf[d], c_pair, lane, bx[d & 1], acc);
+        load_words(buf[d]);
+        advance_xs();
+      }
+      c_left -= D;
+      pf_left -= D;
+      continue;
+    }
 #pragma unroll
     for (int d = 0; d < D; ++d) {
       if (s0 + d < total) {
