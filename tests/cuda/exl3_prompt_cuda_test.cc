@@ -99,7 +99,7 @@ std::unique_ptr<Linear> MakeLinear(int64_t k, int64_t n, int bits, exl3::Codeboo
 // Context knobs of one run.
 struct Knobs {
   int prompt = 0;  // Context::exl3_prompt.
-  int schedule = 0, rotation_kernel = 0, blocks_per_sm = 0;
+  int schedule = 0, rotation_kernel = 0, blocks_per_sm = 0, item_tiles = 0;
 };
 
 // A zeroed workspace of `bytes` (the counters must start at zero) and its context.
@@ -116,6 +116,7 @@ struct Workspace {
     ctx.exl3_schedule = knobs.schedule;
     ctx.exl3_rotation_kernel = knobs.rotation_kernel;
     ctx.exl3_blocks_per_sm = knobs.blocks_per_sm;
+    ctx.exl3_item_tiles = knobs.item_tiles;
     return ctx;
   }
   DeviceBuffer buffer;
@@ -265,7 +266,8 @@ TEST(Exl3PromptCuda, EveryRowGetsItsOneRowBitsForEveryCodebookWidthAndPlan) {
 }
 
 // Fragments from 1 row on (Context::exl3_prompt = 1): every row group (1, 2, 4, 8 groups of 8
-// rows), both schedules, the rotation kernel and two blocks per SM multiply the same values.
+// rows), both schedules, the rotation kernel, two blocks per SM and 4- or 2-tile items multiply
+// the same values.
 TEST(Exl3PromptCuda, FragmentsGiveTheTrellisBitsAtEveryRowGroupAndSchedule) {
   constexpr int64_t kRows = 64;
   int cases = 0;
@@ -278,20 +280,21 @@ TEST(Exl3PromptCuda, FragmentsGiveTheTrellisBitsAtEveryRowGroupAndSchedule) {
       const std::vector<float> solo = Solo(l->view, xd->as<float>(), kRows);
       const size_t ws = Exl3LinearWorkspaceBytes(l->view, 65);  // Room for the fragments.
       for (int64_t rows : {1, 5, 8, 9, 16, 17, 32, 33, 64})
-        for (Knobs knobs : {Knobs{1, 0, 0, 0}, Knobs{1, 1, 0, 0}, Knobs{1, 2, 0, 0},
-                            Knobs{1, 0, 1, 0}, Knobs{1, 0, 0, 2}}) {
+        for (Knobs knobs : {Knobs{1, 0, 0, 0, 0}, Knobs{1, 1, 0, 0, 0}, Knobs{1, 2, 0, 0, 0},
+                            Knobs{1, 0, 1, 0, 0}, Knobs{1, 0, 0, 2, 0}, Knobs{1, 0, 0, 0, 4},
+                            Knobs{1, 0, 0, 0, 2}}) {
           auto got = RunRows(l->view, xd->as<float>(), rows, ws, knobs);
           if (!got.ok() && got.status().code() == absl::StatusCode::kResourceExhausted)
-            continue;  // Rounds above 8 rows.
+            continue;  // Rounds above 16 rows or with 2-tile items.
           ASSERT_TRUE(got.ok()) << got.status();
           EXPECT_EQ(FirstDifferentRow(*got, solo, rows, l->view.n), -1)
               << exl3::CodebookName(cb) << " K" << K << " rows " << rows << " schedule "
               << knobs.schedule << " rotation " << knobs.rotation_kernel << " bps "
-              << knobs.blocks_per_sm;
+              << knobs.blocks_per_sm << " item tiles " << knobs.item_tiles;
           ++cases;
         }
     }
-  EXPECT_GE(cases, 3 * 4 * 9 * 4);  // Rounds run up to 8 rows only.
+  EXPECT_GE(cases, 3 * 4 * 9 * 6);  // Rounds run up to 16 rows only.
 }
 
 TEST(Exl3PromptCuda, SlabsOfAnyWidthAndColumnViewsGiveTheSameBits) {
