@@ -14,9 +14,8 @@
 
 namespace twinspan::cuda::exl3_kernel {
 
-// Matches the order of exl3::Codebook; the kernels are instantiated per codebook. kFragments: the
-// weights are A fragments decoded ahead by DequantizeKernel (the prompt path), no codebook.
-enum class Cb : int { k3inst = 0, kMcg = 1, kMul1 = 2, kFragments = 3 };
+// Matches the order of exl3::Codebook; the kernels are instantiated per codebook.
+enum class Cb : int { k3inst = 0, kMcg = 1, kMul1 = 2 };
 
 // Two fp16 codebook values of states s0, s1 packed as (lo = s0, hi = s1).
 template <Cb CB>

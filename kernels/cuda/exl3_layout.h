@@ -26,14 +26,6 @@ constexpr int Exl3LaneWordOffset(int bits, int lane, int word) {
          word % Exl3VectorWords(bits);
 }
 
-// The prompt path's decoded weights: the same order of block, half and k-tile, with each lane's K
-// words replaced by its A fragments of the 4 tiles (4 words = 8 fp16 each, DecodeTileA's `a`),
-// stored as vectors of 4 words: tile t of lane l at words (t * 32 + l) * 4 of its half-strip.
-inline constexpr int kExl3FragmentWords = 16;  // Per lane and half-strip.
-
-// Fragment words of one 128-column block: k * 256 bytes.
-constexpr int64_t Exl3FragmentBlockWords(int64_t k) { return k * 64; }
-
 // Reorders a stored trellis (tile (tk, tn) at byte (tk * src_row_tiles + tn) * 32 * bits of
 // `src`, exl3's little-endian int16 storage, any alignment) of a k x n weight into `dst`, n / 128
 // blocks of Exl3BlockWords(k, bits) words. REQUIRES: k, n multiples of 128, 1 <= bits <= 8,

@@ -1,7 +1,6 @@
 // Host side of the EXL3 linear: validation, the launch schedule, the workspace layout and the
 // launches (one per 64 rows; a second, rotation kernel first when the rows' B fragments do not
-// fit in shared memory; for prompts a decode of each slab of the weight into fragments first).
-// Device code is in exl3_linear_kernel.cuh and exl3_dequantize_kernel.cuh.
+// fit in shared memory). Device code is in exl3_linear_kernel.cuh.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -9,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status.h"
-#include "kernels/cuda/exl3_layout.h"
 #include "kernels/cuda/exl3_linear.cuh"
 #include "kernels/cuda/exl3_linear_kernel.cuh"
 #include "kernels/cuda/exl3_linear_launch_impl.cuh"
@@ -38,9 +36,6 @@ constexpr int kL2AheadBytes = 2048;
 // Column blocks one launch may have: the counters take a fixed region at the workspace's start,
 // so no launch's partials ever land on another shape's counters, which must stay zero.
 constexpr int64_t kMaxBlocks = int64_t{1} << 14;
-// The prompt path's fragments of one slab stay under this: 256 MB holds the 27B's widest body
-// linear (178 MB) at once; its head (2.5 GB) decodes in 10 slabs of column blocks.
-constexpr size_t kFragmentCap = size_t{256} << 20;
 
 size_t AlignUp(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
@@ -86,25 +81,6 @@ WorkspaceLayout Layout(const Shape& s, int64_t rows) {
   if (s.units_allowed(m)) z = std::max(z, s.units_z(m));
   l.total = l.z + z * sizeof(float);
   return l;
-}
-
-// An upper bound of Layout(part, rows) for every column slab `part` of s: where the prompt path's
-// fragments start (Layout's rows per launch may grow as a slab narrows).
-size_t FragmentOffset(const Shape& s) {
-  const size_t xs = (s.kt() + 1) * ek::XsWordsPerKtile(8) * sizeof(uint32_t);
-  const size_t z =
-      std::max(s.rounds_z(kMaxRowsPerLaunch) * sizeof(float),
-               std::min(s.units_z(kMaxRowsPerLaunch) * sizeof(float), kUnitsScratchCap));
-  return AlignUp(AlignUp(static_cast<size_t>(kMaxBlocks) * sizeof(int)) + AlignUp(xs) + z);
-}
-
-size_t FragmentBlockBytes(const Shape& s) {
-  return static_cast<size_t>(Exl3FragmentBlockWords(s.k)) * sizeof(uint32_t);
-}
-
-// Column blocks of one slab when the workspace has room.
-int64_t SlabBlocks(const Shape& s) {
-  return std::clamp<int64_t>(static_cast<int64_t>(kFragmentCap / FragmentBlockBytes(s)), 1, s.nb);
 }
 
 // One launch's mode, grid and shared memory.
@@ -246,8 +222,7 @@ size_t WorkspaceBytes(const Output* outs, int count, int64_t rows) {
 }
 
 absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
-                 const Output* outs, int count, float* y, int64_t y_stride,
-                 const uint32_t* fragments) {
+                 const Output* outs, int count, float* y, int64_t y_stride) {
   ABSL_ASSIGN_OR_RETURN(const Shape s, ShapeOf(op, outs, count));
   if (rows < 0) return absl::InvalidArgumentError(absl::StrCat(op, ": rows < 0"));
   if (rows == 0) return absl::OkStatus();
@@ -278,7 +253,7 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
   for (int i = 0; i < count; ++i) {
     const Exl3DeviceWeight& w = *outs[i].view;
     ek::Segment& sg = p.seg[i];
-    sg.trellis = fragments ? fragments + first * Exl3FragmentBlockWords(s.k) : w.trellis;
+    sg.trellis = w.trellis;
     sg.svh = w.svh;
     sg.bias = w.bias;
     sg.first = static_cast<int>(first);
@@ -323,8 +298,7 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
     p.y = y + r0 * y_stride;
     p.m = m;
     p.rounds = best.rounds;
-    const int strip_words = fragments ? kExl3FragmentWords : s.bits;  // Per lane and half-strip.
-    p.l2_ahead = ctx.exl3_l2_ahead == 0 ? std::max(4, kL2AheadBytes / (128 * strip_words))
+    p.l2_ahead = ctx.exl3_l2_ahead == 0 ? std::max(4, kL2AheadBytes / (128 * s.bits))
                                         : std::max(ctx.exl3_l2_ahead, 0);
     p.red_offset = best.red_offset;
     p.list_offset = best.list_offset;
@@ -347,11 +321,6 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
       ABSL_RETURN_IF_ERROR(CudaStatus(op, e, "input rotation launch"));
       p.xs_global = xs;
     }
-    if (fragments) {
-      ABSL_RETURN_IF_ERROR(
-          CudaStatus(op, ek::LaunchFragments(shape, p, ctx.stream), "linear kernel launch"));
-      continue;
-    }
     cudaError_t e = cudaSuccess;
     switch (outs[0].view->codebook) {
       case Exl3Codebook::k3inst:
@@ -369,57 +338,11 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
   return absl::OkStatus();
 }
 
-// First row count of the prompt path, or 0 for never.
-int64_t PromptRows(const Context& ctx) {
-  return ctx.exl3_prompt < 0 ? 0 : (ctx.exl3_prompt == 0 ? kMaxRowsPerLaunch + 1 : ctx.exl3_prompt);
-}
-
-size_t LinearWorkspaceBytes(const Exl3DeviceWeight& w, int64_t rows) {
-  const Output out{&w, 0, w.n, 0};
-  auto shape = ShapeOf("Exl3 workspace", &out, 1);
-  if (!shape.ok() || rows <= kMaxRowsPerLaunch) return WorkspaceBytes(&out, 1, rows);
-  return FragmentOffset(*shape) +
-         static_cast<size_t>(SlabBlocks(*shape)) * FragmentBlockBytes(*shape);
-}
-
-// From PromptRows rows on: each slab of column blocks decoded once into fragments in the workspace
-// (as many blocks as fit, up to kFragmentCap), then the rows' launches on it; each slab is a column
-// view with the matrix's plan, so every row gets its one-row bits. Otherwise, or without room for
-// one block's fragments, Run.
-absl::Status RunLinear(const char* op, const Context& ctx, const float* x, int64_t x_stride,
-                       int64_t rows, const Exl3DeviceWeight& w, float* y, int64_t y_stride) {
-  const Output out{&w, 0, w.n, 0};
-  const int64_t from = PromptRows(ctx);
-  if (from == 0 || rows < from) return Run(op, ctx, x, x_stride, rows, &out, 1, y, y_stride);
-  ABSL_ASSIGN_OR_RETURN(const Shape s, ShapeOf(op, &out, 1));
-  const size_t offset = FragmentOffset(s), block = FragmentBlockBytes(s);
-  const int64_t room = ctx.workspace && ctx.workspace_bytes > offset
-                           ? static_cast<int64_t>((ctx.workspace_bytes - offset) / block)
-                           : 0;
-  const int64_t slab = std::min(SlabBlocks(s), room);
-  if (slab < 1) return Run(op, ctx, x, x_stride, rows, &out, 1, y, y_stride);
-  auto* fragments = reinterpret_cast<uint32_t*>(static_cast<char*>(ctx.workspace) + offset);
-  for (int64_t b0 = 0; b0 < s.nb; b0 += slab) {
-    Exl3DeviceWeight part = w;
-    part.n = std::min(slab, s.nb - b0) * 128;
-    part.trellis += b0 * Exl3BlockWords(s.k, s.bits);
-    part.svh += b0 * 128;
-    if (part.bias) part.bias += b0 * 128;
-    ABSL_RETURN_IF_ERROR(
-        CudaStatus(op,
-                   ek::LaunchDequantize(static_cast<ek::Cb>(w.codebook), s.bits, part.trellis,
-                                        fragments, part.n / 128 * 2 * s.kt(), ctx.stream),
-                   "dequantize launch"));
-    const Output slab_out{&part, 0, part.n, b0 * 128};
-    ABSL_RETURN_IF_ERROR(Run(op, ctx, x, x_stride, rows, &slab_out, 1, y, y_stride, fragments));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace exl3_run
 
 size_t Exl3LinearWorkspaceBytes(const Exl3DeviceWeight& w, int64_t rows) {
-  return exl3_run::LinearWorkspaceBytes(w, rows);
+  const exl3_run::Output out{&w, 0, w.n, 0};
+  return exl3_run::WorkspaceBytes(&out, 1, rows);
 }
 
 absl::Status Exl3Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
@@ -427,7 +350,8 @@ absl::Status Exl3Linear(const Context& ctx, const float* x, int64_t x_stride, in
   if (reinterpret_cast<uintptr_t>(y) % 16 != 0 || y_stride % 4 != 0)  // float4 stores of y.
     return absl::InvalidArgumentError(absl::StrFormat(
         "Exl3Linear: y must be 16-byte aligned with y_stride=%d a multiple of 4", y_stride));
-  return exl3_run::RunLinear("Exl3Linear", ctx, x, x_stride, rows, w, y, y_stride);
+  const exl3_run::Output out{&w, 0, w.n, 0};
+  return exl3_run::Run("Exl3Linear", ctx, x, x_stride, rows, &out, 1, y, y_stride);
 }
 
 }  // namespace twinspan::cuda

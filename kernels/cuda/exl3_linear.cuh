@@ -1,7 +1,5 @@
 // EXL3 linear on the GPU: y = x @ W for an EXL3-quantized weight, 1..64 rows per launch (decode and
-// verify windows) with the trellis decoded in registers. More rows (prompts) decode the weight once
-// into fp16 MMA fragments in the workspace, in column slabs of at most 256 MB, and run 64-row
-// launches on those. Twin of kernels/cpu/exl3_linear.h.
+// verify windows); more rows run as consecutive 64-row launches. Twin of kernels/cpu/exl3_linear.h.
 //
 // Row-invariant: the reduction order depends on (k, plan) only, so every row gets the bits it gets
 // when it runs alone, and a column view (exl3 Weight::columns) gives bit for bit the parent's
@@ -56,28 +54,18 @@ struct Context {
   int exl3_rotation_kernel = 0;
   int exl3_warps = 0;
   int exl3_item_tiles = 0;
-  // Prompt path (fragments decoded once): 0 from 65 rows, -1 never (64-row launches that each
-  // decode the trellis), n > 0 from n rows.
-  int exl3_prompt = 0;
 };
 
-// Bytes of workspace Exl3Linear needs for `w` at up to `rows` rows. Above 64 rows that includes
-// the prompt path's fragments: k * n * 2 bytes, or k * 256 bytes per column block of a slab of at
-// most 256 MiB (the 27B's 5120 x 248320 head: 10 slabs of up to 204 blocks).
+// Bytes of workspace Exl3Linear needs for `w` at up to `rows` rows.
 size_t Exl3LinearWorkspaceBytes(const Exl3DeviceWeight& w, int64_t rows);
 
 // y[rows, n] = x[rows, k] @ W, x and y device fp32, row strides x_stride and y_stride in floats.
 // Same arithmetic as cpu::Exl3Linear except the order of the fp32 sums inside a group of k-tiles
 // (xh is bit-identical; products of fp16 values are exact). Asynchronous on ctx.stream; uses
 // programmatic dependent launch, so it may start streaming W while the previous kernel on the
-// stream finishes (it reads x only after). From 65 rows (ctx.exl3_prompt) each slab of the weight
-// is decoded once, into the workspace after what a 64-row launch uses; a workspace smaller than
-// Exl3LinearWorkspaceBytes(w, rows) gives slabs of the blocks that fit, and one without room for
-// a single block's fragments runs 64-row launches that each decode the trellis (slower, same
-// bits). InvalidArgument naming the bad field for shapes, plan or strides that do not fit or x, y
-// or the trellis not 16-byte aligned, ResourceExhausted for a workspace smaller than
-// Exl3LinearWorkspaceBytes(w, min(rows, 64)) or a plan whose groups exceed shared memory, Internal
-// for a failed launch.
+// stream finishes (it reads x only after). InvalidArgument naming the bad field for shapes, plan
+// or strides that do not fit or x, y or the trellis not 16-byte aligned, ResourceExhausted for a
+// small workspace or a plan whose groups exceed shared memory, Internal for a failed launch.
 absl::Status Exl3Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
                         const Exl3DeviceWeight& w, float* y, int64_t y_stride);
 

@@ -35,11 +35,6 @@
 // loads its first weights before waiting for the previous grid, and touches x, y and the scratch
 // only after that grid has finished.
 //
-// Prompts (more than 64 rows, exl3_dequantize_kernel.cuh): DequantizeKernel decodes each tile
-// once into its A fragment, and LinearKernel<Cb::kFragments, kExl3FragmentWords, NG, TW> loads
-// those where it loads trellis words (a K = 16 layout) and skips the decode; all else is the same
-// code, so each row gets the same bits.
-//
 // Measured (H200, docs/perf.md, 2026-12-01): the 27B's 401 linears at one row in 10.4 ms
 // (exllamav3 12.4 ms); steady state ~55% of the SM's issue rate (the lm_head at K = 6:
 // 2.35 TB/s), so the decode's instruction count, not HBM, is the limit.
@@ -350,12 +345,7 @@ __device__ __forceinline__ void Epilogue(const LinearParams& p, int b, int row) 
 template <Cb CB, int K, int NG, int TW>
 __device__ __forceinline__ void StepMma(const uint32_t (&w)[StepWords<K, TW>()], int pair, int lane,
                                         const uint32_t (&bx)[NG][2], float (&acc)[TW][NG][4]) {
-  if constexpr (CB == Cb::kFragments) {  // The words are the tiles' A fragments, 4 a tile.
-#pragma unroll
-    for (int t = 0; t < TW; ++t)
-#pragma unroll
-      for (int g = 0; g < NG; ++g) Mma16816(acc[t][g], w + 4 * t, bx[g][0], bx[g][1]);
-  } else if constexpr (TW == 4) {
+  if constexpr (TW == 4) {
     TileMma<CB, K, NG, 0>(w, lane, bx, acc);
     TileMma<CB, K, NG, 1>(w, lane, bx, acc);
     TileMma<CB, K, NG, 2>(w, lane, bx, acc);
@@ -428,8 +418,6 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
 
   if (threadIdx.x == 0) queued = 0;
   AllowNextGrid();
-  // Fragments are written by an earlier grid (the dequantize kernel): none is read before it ends.
-  if constexpr (CB == Cb::kFragments) WaitForPriorGrids();
 
   // Weights first: they depend on nothing the previous grid writes.
   uint32_t buf[D][SW];
@@ -440,10 +428,7 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   // Offsets of a K = 6 pair's 2nd and 3rd words from its 1st (natural words 3p .. 3p + 2).
   int k6_o1 = pf_pair ? 63 : 1;
   auto load_words = [&](uint32_t(&dst)[SW]) {
-    if constexpr (CB == Cb::kFragments && TW == 2) {  // Vectors 2 * pair and 2 * pair + 1.
-      LoadVector<4>(pf, dst, policy);
-      LoadVector<4>(pf + 32 * 4, dst + 4, policy);
-    } else if constexpr (TW == 4 || K % 2 == 1) {
+    if constexpr (TW == 4 || K % 2 == 1) {
 #pragma unroll
       for (int v = 0; v < K / V; ++v) LoadVector<V>(pf + v * 32 * V, dst + v * V, policy);
     } else if constexpr (K % 4 == 0 || K == 2) {

@@ -5,8 +5,6 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdint>
-
 #include "kernels/cuda/exl3_linear_kernel.cuh"
 
 namespace twinspan::cuda::exl3_kernel {
@@ -32,16 +30,6 @@ extern template cudaError_t LaunchLinear<Cb::kMcg>(int, const LaunchShape&, cons
                                                    cudaStream_t);
 extern template cudaError_t LaunchLinear<Cb::kMul1>(int, const LaunchShape&, const LinearParams&,
                                                     cudaStream_t);
-
-// Launches LinearKernel<Cb::kFragments, kExl3FragmentWords, ng>: p.seg[i].trellis point at the
-// segments' A fragments (exl3_layout.h). Returns the launch error.
-cudaError_t LaunchFragments(const LaunchShape& shape, const LinearParams& p, cudaStream_t stream);
-
-// Launches DequantizeKernel<cb, bits> over `half_strips` half-strips of `trellis` into
-// `fragments` (16-byte aligned), with programmatic dependent launch. REQUIRES: cb a codebook, not
-// kFragments. Returns the launch error (cudaErrorInvalidValue for bits outside 1..8).
-cudaError_t LaunchDequantize(Cb cb, int bits, const uint32_t* trellis, uint32_t* fragments,
-                             int64_t half_strips, cudaStream_t stream);
 
 }  // namespace twinspan::cuda::exl3_kernel
 

@@ -21,12 +21,9 @@ struct Output {
 // Workspace bytes for `count` outputs (views of one matrix) at up to `rows` rows.
 size_t WorkspaceBytes(const Output* outs, int count, int64_t rows);
 
-// Validates and launches. `op` names the public entry in error messages. `fragments`: the views'
-// blocks already decoded into A fragments (exl3_layout.h), one after another, or nullptr to decode
-// the trellis in each launch.
+// Validates and launches. `op` names the public entry in error messages.
 absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
-                 const Output* outs, int count, float* y, int64_t y_stride,
-                 const uint32_t* fragments = nullptr);
+                 const Output* outs, int count, float* y, int64_t y_stride);
 
 }  // namespace twinspan::cuda::exl3_run
 

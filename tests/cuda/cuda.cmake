@@ -5,16 +5,6 @@ if(TARGET twinspan_cuda AND TARGET twinspan_exl3)
     ${CMAKE_SOURCE_DIR}/tests/unit/formats_exl3_fixture.cc)
   target_link_libraries(exl3_linear_cuda_test PRIVATE twinspan_cuda twinspan_safetensors
     twinspan_exl3 twinspan_cpu twinspan_testing GTest::gtest_main)
-  # The prompt path (more than 64 rows from decoded fragments): its own binary, no golden data.
-  add_executable(exl3_prompt_cuda_test ${CMAKE_CURRENT_LIST_DIR}/exl3_prompt_cuda_test.cc
-    ${CMAKE_SOURCE_DIR}/tests/unit/formats_exl3_fixture.cc)
-  target_link_libraries(exl3_prompt_cuda_test PRIVATE twinspan_cuda twinspan_safetensors
-    twinspan_exl3 twinspan_cpu twinspan_testing GTest::gtest_main)
-  # The prompt path's workspace sizes and host-side errors: no GPU needed, runs under ctest.
-  twinspan_test(exl3_prompt_workspace_test
-    SOURCES ${CMAKE_CURRENT_LIST_DIR}/exl3_prompt_workspace_test.cc
-    LIBS twinspan_cuda twinspan_exl3
-    LABELS unit)
   # The layout and lane-state logic of those kernels, simulated on the CPU: runs under ctest.
   twinspan_test(exl3_layout_test
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/exl3_layout_test.cc

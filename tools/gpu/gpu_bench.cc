@@ -1,12 +1,10 @@
 // twinspan_gpu_bench: the CUDA backend against the H200's limit, in one run. Measures copy
 // bandwidth, the EXL3 linear at the Qwen3.8-27B shapes (K = 2..6, rows 1/8/16/64), the 401 linears
 // of one forward as one CUDA graph, and the head full / two-span / 384-tail (each span set one
-// Exl3SpanLinear launch), the forward at prompt rows (section prompt, not run by default: 64-row
-// launches that each decode against the weights decoded once), on synthetic random trellis made on
-// the GPU (any bits are a valid trellis in any layout). Each number is a median of CUDA-event times
-// of calls queued back to back behind a spin kernel, with weight copies rotating over >= 256 MB so
-// every call reads HBM (anchor-perf.md's method); exllamav3's numbers from anchor-perf.md are
-// printed beside ours.
+// Exl3SpanLinear launch), on synthetic random trellis made on the GPU (any bits are a valid
+// trellis in any layout). Each number is a median of CUDA-event times of calls queued back to back
+// behind a spin kernel, with weight copies rotating over >= 256 MB so every call reads HBM
+// (anchor-perf.md's method); exllamav3's numbers from anchor-perf.md are printed beside ours.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -243,9 +241,8 @@ class Bench {
     return absl::OkStatus();
   }
 
-  // The 401 linears of one forward (distinct weights, made once) and their trellis bytes.
-  absl::StatusOr<std::vector<cuda::Exl3DeviceWeight>> ForwardWeights(int body_bits, int head_bits,
-                                                                     int64_t* total_bytes) {
+  // All 401 linears of one forward, distinct weights, captured as one CUDA graph per row count.
+  absl::Status Forward(int body_bits, int head_bits) {
     std::vector<std::pair<int64_t, int64_t>> shapes;
     for (int layer = 0; layer < 64; ++layer) {
       if (layer % 4 == 3) {  // Gated attention every fourth layer.
@@ -280,15 +277,6 @@ class Bench {
                      head ? 5120 : shapes[i].first, head ? 248320 : shapes[i].second,
                      head ? head_bits : body_bits));
     }
-    *total_bytes = total;
-    return ws;
-  }
-
-  // All 401 linears of one forward, distinct weights, captured as one CUDA graph per row count.
-  absl::Status Forward(int body_bits, int head_bits) {
-    int64_t total = 0;
-    ABSL_ASSIGN_OR_RETURN(const std::vector<cuda::Exl3DeviceWeight> ws,
-                          ForwardWeights(body_bits, head_bits, &total));
     std::printf(
         "Forward: %zu EXL3 linears, K = %d body + %d-bit head, %.2f GB of trellis, one CUDA "
         "graph; floor at copy bandwidth %.3f ms\n",
@@ -338,80 +326,6 @@ class Bench {
     }
     std::printf("\n");
     BENCH_CUDA(cudaStreamSynchronize(stream_));
-    return absl::OkStatus();
-  }
-
-  // The forward's 401 linears at prompt row counts, one CUDA graph each: the old path (64-row
-  // launches that each decode the trellis, Context::exl3_prompt = -1) against the prompt path
-  // (each weight decoded once into fragments, then 64-row launches on them); same bits.
-  absl::Status Prompt(int body_bits, int head_bits, const std::vector<int>& rows_list) {
-    int64_t total = 0;
-    ABSL_ASSIGN_OR_RETURN(const std::vector<cuda::Exl3DeviceWeight> ws,
-                          ForwardWeights(body_bits, head_bits, &total));
-    const int max_rows = *std::max_element(rows_list.begin(), rows_list.end());
-    size_t ws_bytes = 0;
-    for (const auto& w : ws)
-      ws_bytes = std::max(ws_bytes, cuda::Exl3LinearWorkspaceBytes(w, max_rows));
-    float *x = nullptr, *y = nullptr;
-    void* workspace = nullptr;
-    BENCH_CUDA(cudaMalloc(&x, sizeof(float) * max_rows * 17408));
-    BENCH_CUDA(cudaMalloc(&y, sizeof(float) * max_rows * 248320));
-    BENCH_CUDA(cudaMalloc(&workspace, ws_bytes));
-    BENCH_CUDA(cudaMemsetAsync(workspace, 0, ws_bytes, stream_));
-    BENCH_CUDA(FillRandomNormal(x, int64_t{max_rows} * 17408, 6, stream_));
-    std::printf(
-        "Prompt: the forward's %zu EXL3 linears (K = %d body + %d-bit head, %.2f GB of trellis), "
-        "one CUDA graph, workspace %.0f MB; old = 64-row launches that each decode, new = decoded "
-        "once into fragments\n",
-        ws.size(), body_bits, head_bits, total / 1e9, ws_bytes / 1e6);
-    for (int m : rows_list) {
-      double ms[2] = {0, 0};
-      for (int path = 0; path < 2; ++path) {
-        cuda::Context ctx = context();
-        ctx.workspace = workspace;
-        ctx.workspace_bytes = ws_bytes;
-        ctx.exl3_prompt = path == 0 ? -1 : 0;
-        auto run_all = [&]() -> absl::Status {
-          for (const auto& w : ws)
-            ABSL_RETURN_IF_ERROR(cuda::Exl3Linear(ctx, x, w.k, m, w, y, w.n));
-          return absl::OkStatus();
-        };
-        ABSL_RETURN_IF_ERROR(run_all());  // Also sets the kernels' attributes before the capture.
-        cudaGraph_t graph;
-        cudaGraphExec_t exec;
-        BENCH_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
-        ABSL_RETURN_IF_ERROR(run_all());
-        BENCH_CUDA(cudaStreamEndCapture(stream_, &graph));
-        BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-        ABSL_ASSIGN_OR_RETURN(Stats s, Time(
-                                           [&](int) -> absl::Status {
-                                             BENCH_CUDA(cudaGraphLaunch(exec, stream_));
-                                             return absl::OkStatus();
-                                           },
-                                           1, m > 256 ? 5 : 9));
-        ms[path] = s.median_us / 1e3;
-        BENCH_CUDA(cudaGraphExecDestroy(exec));
-        BENCH_CUDA(cudaGraphDestroy(graph));
-      }
-      std::printf(
-          "  rows %4d: old %8.2f ms, new %8.2f ms median = %.2fx faster; per 64 rows old %.2f ms, "
-          "new %.2f ms\n",
-          m, ms[0], ms[1], ms[0] / ms[1], ms[0] * 64 / m, ms[1] * 64 / m);
-      std::fflush(stdout);
-      json_["prompt"].push_back({{"rows", m},
-                                 {"body_bits", body_bits},
-                                 {"head_bits", head_bits},
-                                 {"bytes", total},
-                                 {"old_ms", ms[0]},
-                                 {"new_ms", ms[1]},
-                                 {"workspace_bytes", ws_bytes},
-                                 {"tuning", Tuning()}});
-    }
-    std::printf("\n");
-    BENCH_CUDA(cudaStreamSynchronize(stream_));
-    BENCH_CUDA(cudaFree(x));
-    BENCH_CUDA(cudaFree(y));
-    BENCH_CUDA(cudaFree(workspace));
     return absl::OkStatus();
   }
 
@@ -545,8 +459,7 @@ class Bench {
 // `tunings`: "schedule:blocks_per_sm" pairs (cuda::Context's knobs); the head and forward sections
 // run once per pair, the per-linear table with the first.
 absl::Status Main(const std::string& json_path, const std::string& sections,
-                  const std::vector<int>& bits, int reps, const std::vector<std::string>& tunings,
-                  const std::vector<int>& prompt_rows) {
+                  const std::vector<int>& bits, int reps, const std::vector<std::string>& tunings) {
   Bench bench;
   ABSL_RETURN_IF_ERROR(bench.Init(reps));
   std::printf("device: %s, %d SMs\n", bench.device().c_str(), bench.sms());
@@ -567,7 +480,6 @@ absl::Status Main(const std::string& json_path, const std::string& sections,
     if (has("head")) ABSL_RETURN_IF_ERROR(bench.Head(6));
     if (has("forward")) ABSL_RETURN_IF_ERROR(bench.Forward(4, 6));
     if (has("floor")) ABSL_RETURN_IF_ERROR(bench.Floor());
-    if (has("prompt")) ABSL_RETURN_IF_ERROR(bench.Prompt(4, 6, prompt_rows));
     if (t == 0 && has("linears")) ABSL_RETURN_IF_ERROR(bench.Linears(bits));
   }
   if (!json_path.empty()) {
@@ -585,7 +497,6 @@ int main(int argc, char** argv) {
   CLI::App app{"Twinspan CUDA backend benchmark against the H200's copy bandwidth"};
   std::string json, sections = "head,forward,floor,linears";
   std::vector<int> bits = {2, 3, 4, 5, 6};
-  std::vector<int> prompt_rows = {65, 128, 256, 1024};
   int reps = 30;
   std::vector<std::string> tunings = {"0:0:0"};
   app.add_option("--json", json, "write every number here");
@@ -593,16 +504,13 @@ int main(int argc, char** argv) {
          "--tunings", tunings,
          "comma list of schedule:blocks_per_sm:l2_ahead[:warps[:tiles]] to time (default 0:0:0)")
       ->delimiter(',');
-  app.add_option("--sections", sections, "comma list of head, forward, floor, linears, prompt");
-  app.add_option("--prompt-rows", prompt_rows, "comma list of row counts of the prompt section")
-      ->check(CLI::Range(65, 4096))
-      ->delimiter(',');
+  app.add_option("--sections", sections, "comma list of head, forward, floor, linears");
   app.add_option("--bits", bits, "comma list of K values of the per-linear table")
       ->check(CLI::Range(1, 8))
       ->delimiter(',');
   app.add_option("--reps", reps, "timed calls per cell (median)")->check(CLI::Range(5, 1000));
   CLI11_PARSE(app, argc, argv);
-  const absl::Status s = twinspan::gpu::Main(json, sections, bits, reps, tunings, prompt_rows);
+  const absl::Status s = twinspan::gpu::Main(json, sections, bits, reps, tunings);
   if (!s.ok()) {
     std::fprintf(stderr, "twinspan_gpu_bench: %s\n", s.ToString().c_str());
     return 1;
