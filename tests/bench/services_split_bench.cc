@@ -15,7 +15,6 @@
 #include <chrono>
 #include <memory>
 
-#include "absl/synchronization/mutex.h"
 #include "benchmark/benchmark.h"
 #include "services/engine/grpc/drafter_service.h"
 #include "services/engine/grpc/grpc_draft_channel.h"
@@ -24,32 +23,10 @@
 #include "services/engine/lane_engine.h"
 #include "spdlog/spdlog.h"
 #include "tests/integration/toy_models.h"
+#include "tests/testing/summary_sink.h"
 
 namespace twinspan {
 namespace {
-
-class DoneSink : public engine::StreamSink {
- public:
-  engine::SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t) override {
-    return {static_cast<int>(ids.size()), false};
-  }
-  void OnFinish(absl::StatusOr<engine::StreamSummary> s) override {
-    absl::MutexLock lock(&mu_);
-    summary_ = std::move(s);
-    done_ = true;
-  }
-  bool Cancelled() const override { return false; }
-  absl::StatusOr<engine::StreamSummary> Wait() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return summary_;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool done_ = false;
-  absl::StatusOr<engine::StreamSummary> summary_ = absl::UnknownError("unfinished");
-};
 
 // Times the engine's calls into the channel it wraps.
 class TimingChannel : public engine::DraftChannel {
@@ -144,7 +121,7 @@ void BM_Round(benchmark::State& state) {
     ++which;
     r.max_tokens = 256;
     r.ignore_eos = true;
-    auto sink = std::make_shared<DoneSink>();
+    auto sink = std::make_shared<testing::SummarySink>();
     if (!engine->Submit(r, sink).ok()) state.SkipWithError("submit failed");
     absl::StatusOr<engine::StreamSummary> s = sink->Wait();
     if (!s.ok() || s->draft_degraded) state.SkipWithError("request failed or degraded");

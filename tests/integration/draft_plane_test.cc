@@ -1,16 +1,17 @@
 // The gRPC drafter plane on loopback: the engine with a GrpcDraftChannel to a DrafterService gives
 // the tokens of plain decoding, survives the drafter going away, picks up a restarted one, and a
 // drafter built for another checkpoint is refused with a clear error.
+#include <functional>
 #include <memory>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "services/engine/grpc/drafter_service.h"
 #include "services/engine/grpc/grpc_draft_channel.h"
 #include "services/engine/grpc/server_runner.h"
 #include "services/engine/lane_engine.h"
 #include "tests/integration/toy_models.h"
+#include "tests/testing/summary_sink.h"
 
 namespace twinspan::rpc {
 namespace {
@@ -20,30 +21,7 @@ using engine::StreamSummary;
 
 constexpr int kVocab = 97;
 
-class Sink : public engine::StreamSink {
- public:
-  std::function<void(uint32_t)> on_round;
-  engine::SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t round) override {
-    if (on_round) on_round(round);
-    return {static_cast<int>(ids.size()), false};
-  }
-  void OnFinish(absl::StatusOr<StreamSummary> s) override {
-    absl::MutexLock lock(&mu_);
-    result_ = std::move(s);
-    done_ = true;
-  }
-  bool Cancelled() const override { return false; }
-  absl::StatusOr<StreamSummary> Wait() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return result_;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool done_ = false;
-  absl::StatusOr<StreamSummary> result_ = absl::UnknownError("unfinished");
-};
+using Sink = testing::SummarySink;
 
 EngineRequest Request(int which, float temperature) {
   EngineRequest r;

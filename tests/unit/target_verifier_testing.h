@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "common/status.h"
 #include "gtest/gtest.h"
 #include "services/engine/draft_model.h"
 #include "services/engine/lane_engine.h"
 #include "services/engine/verifier_model.h"
+#include "tests/testing/summary_sink.h"
 #include "tests/unit/target_random_model.h"
 #include "tests/unit/target_random_qwen35.h"
 
@@ -149,29 +149,7 @@ class OracleDrafter : public engine::DraftModel {
   const Completions* plain_;
 };
 
-// Takes every token; Wait() returns the stream's summary once it finished.
-class Sink : public engine::StreamSink {
- public:
-  engine::SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t) override {
-    return {static_cast<int>(ids.size()), false};
-  }
-  void OnFinish(absl::StatusOr<engine::StreamSummary> summary) override {
-    absl::MutexLock lock(&mu_);
-    result_ = std::move(summary);
-    done_ = true;
-  }
-  bool Cancelled() const override { return false; }
-  absl::StatusOr<engine::StreamSummary> Wait() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return result_;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool done_ = false;
-  absl::StatusOr<engine::StreamSummary> result_ = absl::UnknownError("unfinished");
-};
+using Sink = twinspan::testing::SummarySink;
 
 // Runs `requests` all at once through an engine of `parallel` streams over `model`; a stream that
 // fails is a test failure and an empty summary.
