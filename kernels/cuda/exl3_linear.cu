@@ -93,7 +93,7 @@ struct Schedule {
 };
 
 // One block per SM (or two of half the warps) holding all of the SM's warps: every item of a block
-// runs at once where it can, and blocks differ by at most one item.
+// runs at once where it can, and blocks differ by at most one item. REQUIRES: ItemTilesFit(ng, tw).
 Schedule Plan(const Shape& s, int m, bool rounds, int tw, int sms, int blocks_per_sm,
               bool rotation_kernel, int max_warps) {
   Schedule c;
@@ -101,7 +101,7 @@ Schedule Plan(const Shape& s, int m, bool rounds, int tw, int sms, int blocks_pe
   const int items = rounds ? per_major * s.sk : per_major * s.groups();
   const int bps = blocks_per_sm == 2 ? 2 : 1;
   const int cap = std::min(ek::MaxWarps(ng) / bps, max_warps > 0 ? max_warps : 1 << 20);
-  if (!ek::ItemTilesFit(ng, tw) || (rounds && (cap < s.wk || tw != 4))) return c;  // 4-tile rounds.
+  if (rounds && (cap < s.wk || tw != 4)) return c;  // Rounds take 4-tile items only.
   const int blocks = std::min(sms * bps, items);
   const int ipb = (items + blocks - 1) / blocks;
   // Rounds: slots of WK warps (named barriers 1..15); units: one warp per item.
