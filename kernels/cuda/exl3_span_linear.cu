@@ -1,14 +1,30 @@
 // Host side of the span head: each span's view becomes one output range of a single launch.
 #include "absl/strings/str_format.h"
+#include "kernels/cuda/exl3_layout.h"
 #include "kernels/cuda/exl3_linear_run.cuh"
 #include "kernels/cuda/exl3_span_linear.cuh"
 
 namespace twinspan::cuda {
 namespace {
 
-// The spans as output ranges side by side; InvalidArgument for a bad count or span.
-absl::Status ToOutputs(const Exl3DeviceSpan* spans, int count, exl3_run::Output* outs,
-                       int64_t* packed_size) {
+// The span's view narrowed to the 128-column blocks that hold its kept columns: a tail view
+// widened to 64 blocks to plan as the head keeps 288 columns, and the plan stays the head's, so
+// the kept columns' bits do not change. Returns the first kept block. REQUIRES: a valid span.
+int64_t NarrowToKept(const Exl3DeviceSpan& s, Exl3DeviceWeight* view) {
+  *view = s.view;
+  if (!s.view.trellis || !s.view.svh) return 0;  // Left for validation to name.
+  const int64_t first = s.drop_front / 128, end = (s.drop_front + s.size + 127) / 128;
+  view->trellis += first * Exl3BlockWords(s.view.k, s.view.bits);
+  view->svh += first * 128;
+  if (view->bias) view->bias += first * 128;
+  view->n = (end - first) * 128;
+  return first;
+}
+
+// The spans as output ranges side by side, over views[] (their narrowed views); InvalidArgument
+// for a bad count or span.
+absl::Status ToOutputs(const Exl3DeviceSpan* spans, int count, Exl3DeviceWeight* views,
+                       exl3_run::Output* outs, int64_t* packed_size) {
   if (!spans || count < 1 || count > kMaxExl3Spans)
     return absl::InvalidArgumentError(
         absl::StrFormat("Exl3SpanLinear: %d spans, need 1..%d", count, kMaxExl3Spans));
@@ -19,7 +35,8 @@ absl::Status ToOutputs(const Exl3DeviceSpan* spans, int count, exl3_run::Output*
       return absl::InvalidArgumentError(
           absl::StrFormat("Exl3SpanLinear: span %d keeps columns [%d, %d) of a %d-column view", i,
                           s.drop_front, s.drop_front + s.size, s.view.n));
-    outs[i] = {&s.view, s.drop_front, s.drop_front + s.size, col};
+    const int64_t begin = s.drop_front - 128 * NarrowToKept(s, &views[i]);
+    outs[i] = {&views[i], begin, begin + s.size, col};
     col += s.size;
   }
   *packed_size = col;
@@ -29,18 +46,20 @@ absl::Status ToOutputs(const Exl3DeviceSpan* spans, int count, exl3_run::Output*
 }  // namespace
 
 size_t Exl3SpanLinearWorkspaceBytes(const Exl3DeviceSpan* spans, int count, int64_t rows) {
+  Exl3DeviceWeight views[kMaxExl3Spans];
   exl3_run::Output outs[kMaxExl3Spans];
   int64_t packed = 0;
-  if (!ToOutputs(spans, count, outs, &packed).ok()) return 0;
+  if (!ToOutputs(spans, count, views, outs, &packed).ok()) return 0;
   return exl3_run::WorkspaceBytes(outs, count, rows);
 }
 
 absl::Status Exl3SpanLinear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
                             const Exl3DeviceSpan* spans, int count, float* packed,
                             int64_t packed_stride) {
+  Exl3DeviceWeight views[kMaxExl3Spans];
   exl3_run::Output outs[kMaxExl3Spans];
   int64_t packed_size = 0;
-  if (absl::Status s = ToOutputs(spans, count, outs, &packed_size); !s.ok()) return s;
+  if (absl::Status s = ToOutputs(spans, count, views, outs, &packed_size); !s.ok()) return s;
   if (packed_stride < packed_size)
     return absl::InvalidArgumentError(
         absl::StrFormat("Exl3SpanLinear: packed_stride=%d is below the %d packed logits",

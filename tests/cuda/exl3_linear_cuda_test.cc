@@ -605,6 +605,30 @@ TEST(Exl3LinearCuda, SpanHeadPacksTheFullHeadsColumnsBitForBitInOneLaunch) {
   }
 }
 
+TEST(Exl3LinearCuda, SpanHeadDecodesOnlyTheBlocksHoldingKeptColumns) {
+  SpanHead s = MakeSpanHead(6, 810);
+  ASSERT_NE(s.checkpoint, nullptr);
+  // The drafter's views are widened to 64 blocks; only blocks 0..23 and 69 hold kept columns.
+  auto two = exl3::MakeSpanViews(s.head, std::vector<exl3::ColumnSpan>{{0, 3000}, {8900, 8960}});
+  ASSERT_TRUE(two.ok()) << two.status();
+  ASSERT_EQ((*two)[1].weight.n(), 64 * 128);
+  auto a = s.head.columns(0, int64_t{24} * 128);
+  auto tail = s.head.columns(int64_t{69} * 128, 128);
+  ASSERT_TRUE(a.ok() && tail.ok());
+  const std::vector<exl3::SpanView> kept = {{*a, {0, 3000}}, {*tail, {8900, 8960}}};
+  auto device = [&](const std::vector<exl3::SpanView>& views) {
+    std::vector<Exl3DeviceSpan> dev;
+    for (const exl3::SpanView& v : views) dev.push_back(*s.device.Span(v));
+    return dev;
+  };
+  const std::vector<Exl3DeviceSpan> wide = device(*two), narrow = device(kept);
+  // The units partials scale with the launch's column blocks, so equal bytes mean equal blocks.
+  for (int64_t rows : {1, 16, 64})
+    EXPECT_EQ(Exl3SpanLinearWorkspaceBytes(wide.data(), 2, rows),
+              Exl3SpanLinearWorkspaceBytes(narrow.data(), 2, rows))
+        << "rows " << rows;
+}
+
 TEST(Exl3LinearCuda, SpanHeadRejectsBadSpans) {
   SpanHead s = MakeSpanHead(4, 809);
   ASSERT_NE(s.checkpoint, nullptr);
