@@ -72,12 +72,12 @@ __host__ __device__ constexpr int StepWords() {
   return TW == 4 ? K : exl3_bits::PairLoadWords(K);
 }
 
-// k-steps each warp keeps in flight in registers (~2 KB per warp at K <= 4 for 4-tile items; 64
-// rows need the registers for accumulators). Even, so the two B-fragment buffers alternate
-// across loop iterations.
-template <int K, int TW>
+// k-steps each warp keeps in flight in registers (~2 KB per warp at K <= 4 for 4-tile items up to
+// 8 rows; 4 steps spill at 16 rows, and 64 rows need the registers for accumulators). Even, so
+// the two B-fragment buffers alternate across loop iterations.
+template <int K, int NG, int TW>
 __host__ __device__ constexpr int PrefetchSteps() {
-  return TW == 4 ? (K <= 4 ? 4 : 2) : (StepWords<K, TW>() <= 4 ? 4 : 2);
+  return TW == 4 ? (K <= 4 && NG == 1 ? 4 : 2) : (StepWords<K, TW>() <= 4 ? 4 : 2);
 }
 
 // B-fragment words of one k-tile for 8 * ng rows: [lane][ng][2].
@@ -364,7 +364,7 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   static_assert(ItemTilesFit(NG, TW), "4-tile items up to 16 rows, 2-tile items from 9");
   constexpr int kParts = 8 / TW;          // Items per column block and group.
   constexpr int SW = StepWords<K, TW>();  // Words a lane loads per k-step.
-  constexpr int D = PrefetchSteps<K, TW>();
+  constexpr int D = PrefetchSteps<K, NG, TW>();
   // A second copy of the step loop without the item checks, where its registers fit beside the
   // first (4-tile items at 16 rows and 64 rows spill with it).
   constexpr bool kUnchecked = NG == 1 || (NG <= 4 && TW == 2);
