@@ -4,9 +4,10 @@
 // only decides which rows share a weight load: each row's sum is the same. Weight-bandwidth bound
 // for decode; a 64-row window reads each weight from L2 8 times.
 // Narrow weights (n below kSplitBelowColumns: the 27B's 48-output gates made 3 blocks of 4 warps,
-// each walking all of k alone) take SplitKernel: a block of kSplitWarps warps owns kCols columns,
-// warp w takes the k steps w, w + kSplitWarps, ... as above, and the warps' sums are added in warp
-// order. Which kernel runs depends on n only.
+// each walking all of k alone) take SplitKernel: a block of kSplitWarps warps owns kSplitCols
+// columns, warp w takes the k steps w, w + kSplitWarps, ... as above, and the warps' sums are added
+// in warp order. Which kernel runs depends on n only; how many columns or rows a block takes
+// changes no column's sum.
 #ifndef TWINSPAN_KERNELS_CUDA_LINEAR_KERNEL_CUH_
 #define TWINSPAN_KERNELS_CUDA_LINEAR_KERNEL_CUH_
 
@@ -27,6 +28,8 @@ constexpr int kStepK = 32 * kLaneK;
 constexpr int kSplitBelowColumns = 1024;  // Below 64 blocks of the plain kernel.
 constexpr int kSplitWarps = 8;
 constexpr int kSplitThreads = 32 * kSplitWarps;
+// Two columns a block: 24 blocks for the 48-output gates, so twice the SMs share their loads.
+constexpr int kSplitCols = 2;
 
 struct Params {
   const float* x = nullptr;
@@ -87,7 +90,7 @@ __device__ __forceinline__ void LoadInputs(const float* x, int64_t k0, int64_t k
 
 // acc[r][c] = this thread's fma chain over k = k_first, k_first + k_step, ... for rows r0.. and
 // columns col0..; one definition for both kernels, so their per-thread sums are the same code.
-template <typename Weight, int kRows, bool kVector>
+template <typename Weight, int kRows, int kCols, bool kVector>
 __device__ __forceinline__ void Accumulate(const Params& p, int64_t col0, int64_t r0,
                                            int64_t k_first, int64_t k_step,
                                            float (&acc)[kRows][kCols]) {
@@ -128,8 +131,8 @@ __global__ void __launch_bounds__(kThreads) DenseLinearKernel(const Params p) {
   if (col0 >= p.n) return;
   for (int64_t r0 = 0; r0 < p.rows; r0 += kRows) {
     float acc[kRows][kCols];
-    Accumulate<Weight, kRows, kVector>(p, col0, r0, static_cast<int64_t>(lane) * kLaneK, kStepK,
-                                       acc);
+    Accumulate<Weight, kRows, kCols, kVector>(p, col0, r0, static_cast<int64_t>(lane) * kLaneK,
+                                              kStepK, acc);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       if (r0 + r >= p.rows) break;
@@ -142,16 +145,17 @@ __global__ void __launch_bounds__(kThreads) DenseLinearKernel(const Params p) {
   }
 }
 
-// One block per kCols columns; its warps split k (see the file comment).
+// One block per kSplitCols columns; its warps split k (see the file comment).
 template <typename Weight, int kRows, bool kVector>
 __global__ void __launch_bounds__(kSplitThreads) SplitKernel(const Params p) {
+  constexpr int kCols = kSplitCols;
   __shared__ float partial[kSplitWarps][kRows][kCols];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kCols;
   for (int64_t r0 = 0; r0 < p.rows; r0 += kRows) {
     float acc[kRows][kCols];
-    Accumulate<Weight, kRows, kVector>(p, col0, r0, static_cast<int64_t>(warp * 32 + lane) * kLaneK,
-                                       kSplitWarps * kStepK, acc);
+    Accumulate<Weight, kRows, kCols, kVector>(
+        p, col0, r0, static_cast<int64_t>(warp * 32 + lane) * kLaneK, kSplitWarps * kStepK, acc);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
 #pragma unroll
