@@ -47,6 +47,7 @@
 
 #include "kernels/cuda/exl3_decode.cuh"
 #include "kernels/cuda/exl3_layout.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda::exl3_kernel {
 
@@ -140,19 +141,6 @@ __device__ __forceinline__ void LoadVector(const uint32_t* src, uint32_t* dst, u
                  : "=r"(dst[0])
                  : "l"(src), "l"(policy));
   }
-}
-
-// Programmatic dependent launch (sm_90+; a no-op before): wait for the grids this one depends on,
-// and let the next grid in the stream start its prologue.
-__device__ __forceinline__ void WaitForPriorGrids() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void AllowNextGrid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" :::);
-#endif
 }
 
 __device__ __forceinline__ float LoadSharedF32(uint32_t addr) {

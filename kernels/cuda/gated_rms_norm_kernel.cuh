@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/pdl.cuh"
+
 namespace twinspan::cuda::gated_rms_norm_kernel {
 
 constexpr int kWarps = 8;  // Groups per block.
@@ -14,6 +16,7 @@ constexpr int kWarps = 8;  // Groups per block.
 __global__ void __launch_bounds__(kWarps * 32)
     GatedRmsNormKernel(const float* x, const float* gate, int64_t groups, int dim,
                        const float* weight, float eps, float* y) {
+  AllowNextGrid();  // An EXL3 linear next may start streaming its weights.
   const int lane = threadIdx.x & 31;
   const int64_t group = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
   if (group >= groups) return;  // Whole warps leave together: the shuffles below stay full.

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/pdl.cuh"
+
 namespace twinspan::cuda::mul_sigmoid_kernel {
 
 constexpr int kThreads = 256;
@@ -24,6 +26,7 @@ struct MulSigmoidParams {
 };
 
 __global__ void __launch_bounds__(kThreads) MulSigmoidKernel(const MulSigmoidParams p) {
+  AllowNextGrid();  // An EXL3 linear next may start streaming its weights.
   const int64_t total = p.rows * p.dim;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < total;
        t += static_cast<int64_t>(gridDim.x) * kThreads) {
