@@ -21,6 +21,25 @@ __device__ __forceinline__ int64_t KeyColumn(uint64_t key) {
   return 0xffffffffu - static_cast<uint32_t>(key);
 }
 
+// Keys each thread loads before it uses the first: a pass over a row waits on its loads.
+constexpr int kKeysInFlight = 8;
+
+// Calls visit(key(i)) for i = threadIdx.x, + kThreads, ... below n, kKeysInFlight loads at a time;
+// slots past n visit key 0, which no caller takes.
+template <int kThreads, typename KeyFn, typename Visit>
+__device__ __forceinline__ void ForEachKey(int64_t n, KeyFn key, Visit visit) {
+  for (int64_t base = threadIdx.x; base < n; base += kKeysInFlight * kThreads) {
+    uint64_t keys[kKeysInFlight];
+#pragma unroll
+    for (int u = 0; u < kKeysInFlight; ++u) {
+      const int64_t i = base + static_cast<int64_t>(u) * kThreads;
+      keys[u] = i < n ? key(i) : 0;
+    }
+#pragma unroll
+    for (int u = 0; u < kKeysInFlight; ++u) visit(keys[u]);
+  }
+}
+
 struct SelectShared {
   unsigned hist[256];
   unsigned chosen_bin;
@@ -57,8 +76,7 @@ __device__ uint64_t SelectThreshold(int64_t n, KeyFn key, unsigned m, SelectShar
     for (int i = threadIdx.x; i < 256; i += kThreads) s.hist[i] = 0;
     __syncthreads();
     const uint64_t high = shift == 56 ? 0 : ~uint64_t{0} << (shift + 8);
-    for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-      const uint64_t k = key(i);
+    ForEachKey<kThreads>(n, key, [&](uint64_t k) {
       const bool in = k != 0 && (k & high) == prefix;
       const unsigned bin = static_cast<unsigned>(k >> shift) & 255u;
       const unsigned voters = __ballot_sync(__activemask(), in);
@@ -66,7 +84,7 @@ __device__ uint64_t SelectThreshold(int64_t n, KeyFn key, unsigned m, SelectShar
         const unsigned peers = __match_any_sync(voters, bin);
         if (__ffs(peers) - 1 == lane) atomicAdd(&s.hist[bin], __popc(peers));
       }
-    }
+    });
     __syncthreads();
     if (warp == 0) {  // Lane l holds bins 255 - 8l down to 248 - 8l.
       unsigned local[8], sum = 0;
@@ -112,8 +130,7 @@ __device__ unsigned Gather(int64_t n, KeyFn key, uint64_t threshold, uint64_t* k
   const int lane = threadIdx.x % 32;
   if (threadIdx.x == 0) s.gathered = 0;
   __syncthreads();
-  for (int64_t i = threadIdx.x; i < n; i += kThreads) {
-    const uint64_t k = key(i);
+  ForEachKey<kThreads>(n, key, [&](uint64_t k) {
     const bool take = k != 0 && k >= threshold;
     const unsigned active = __activemask();
     const unsigned takers = __ballot_sync(active, take);
@@ -122,7 +139,7 @@ __device__ unsigned Gather(int64_t n, KeyFn key, uint64_t threshold, uint64_t* k
     if (lane == leader && takers != 0) base = atomicAdd(&s.gathered, __popc(takers));
     base = __shfl_sync(active, base, leader);
     if (take) keys[base + __popc(takers & ((1u << lane) - 1))] = k;
-  }
+  });
   __syncthreads();
   return s.gathered;
 }

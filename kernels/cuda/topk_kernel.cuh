@@ -98,6 +98,7 @@ __global__ void __launch_bounds__(kThreads) TopKKernel(const Params p) {
   int32_t* indices = p.indices + static_cast<int64_t>(blockIdx.x) * p.k;
   if (p.k == 1) return Top1(p, row, values, indices);
   bool nan = false;
+#pragma unroll 8
   for (int64_t i = threadIdx.x; i < p.cols; i += kThreads) nan |= isnan(row[i]);
   if (__syncthreads_or(nan)) {
     for (int j = threadIdx.x; j < p.k; j += kThreads) {
