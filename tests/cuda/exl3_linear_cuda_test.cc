@@ -618,6 +618,7 @@ TEST(Exl3LinearCuda, SpanHeadDecodesOnlyTheBlocksHoldingKeptColumns) {
   const std::vector<exl3::SpanView> kept = {{*a, {0, 3000}}, {*tail, {8900, 8960}}};
   auto device = [&](const std::vector<exl3::SpanView>& views) {
     std::vector<Exl3DeviceSpan> dev;
+    dev.reserve(views.size());
     for (const exl3::SpanView& v : views) dev.push_back(*s.device.Span(v));
     return dev;
   };
