@@ -63,7 +63,9 @@ struct Shape {
 // Tiles of a work item for ng row groups: 4 up to 8 rows; at 9..16 rows 4 for plans of 8 or more
 // splits (their many short items halve, and rounds fold a split's warps in shared memory: faster
 // on the H200, docs/perf.md) and 2 for the others (twice the warps busy); 2 above.
-int ItemTiles(const Shape& s, int ng) { return ng == 1 || (ng == 2 && s.sk >= 8) ? 4 : 2; }
+int ItemTiles(const Shape& s, int ng) {
+  return ng == 1 || (ng == 2 && s.sk >= 8 && ek::ItemTilesFitPlan(ng, 4, s.L())) ? 4 : 2;
+}
 
 struct WorkspaceLayout {
   size_t counters = 0, xs = 0, z = 0, total = 0;
@@ -280,8 +282,8 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
     const int m = static_cast<int>(std::min(rows - r0, launch_rows));
     Schedule best;
     const int ng = RowGroups(m);
-    const int tw =
-        ek::ItemTilesFit(ng, ctx.exl3_item_tiles) ? ctx.exl3_item_tiles : ItemTiles(s, ng);
+    const int tw = ek::ItemTilesFitPlan(ng, ctx.exl3_item_tiles, s.L()) ? ctx.exl3_item_tiles
+                                                                        : ItemTiles(s, ng);
     for (int rounds = 0; rounds < 2; ++rounds) {
       if (!rounds && !s.units_allowed(m)) continue;
       if (ctx.exl3_schedule != 0 && ctx.exl3_schedule != 1 + rounds) continue;

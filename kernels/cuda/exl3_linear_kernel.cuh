@@ -61,6 +61,12 @@ __host__ __device__ constexpr bool ItemTilesFit(int ng, int tw) {
   return tw == 4 ? ng <= 2 : (tw == 2 && ng >= 2);
 }
 
+// Whether items of tw tiles suit a plan of L k-tiles a group at ng row groups: 4-tile items at
+// 9..16 rows check item boundaries every 2 steps (their register stages), so L must be even.
+__host__ __device__ constexpr bool ItemTilesFitPlan(int ng, int tw, int L) {
+  return ItemTilesFit(ng, tw) && (ng != 2 || tw != 4 || L % 2 == 0);
+}
+
 // Most warps of one block (one block per SM): its registers bound it (<= 96, 96, 128, 168 regs).
 __host__ __device__ constexpr int MaxWarps(int ng) {
   return ng == 1 ? 20 : (ng == 2 ? 20 : (ng == 4 ? 16 : 12));
@@ -362,6 +368,11 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   // A second copy of the step loop without the item checks, where its registers fit beside the
   // first (4-tile items at 16 rows and 64 rows spill with it).
   constexpr bool kUnchecked = NG == 1 || (NG <= 4 && TW == 2);
+  // 4-tile items at 9..16 rows, where that copy spills: one loop whose checks come once per D
+  // steps, since the host sends them only plans with L % D == 0 (items and loads then start on
+  // D-step boundaries).
+  constexpr bool kBlockChecks = NG == 2 && TW == 4;
+  static_assert(!kBlockChecks || D == 2, "ItemTilesFitPlan assumes 2 steps a check");
   constexpr int V = Exl3VectorWords(K);
   constexpr int kStrip = 32 * K;  // Words of one half-strip.
   constexpr int kXs = XsWordsPerKtile(NG);
@@ -628,6 +639,30 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   int c_pair = TW == 4 ? 0 : cq & 1;
   for (int s0 = 0; s0 < total; s0 += D) {
     if (p.l2_ahead > 0) prefetch_l2(D);
+    if constexpr (kBlockChecks) {
+      const bool more = s0 + D < total;  // The next D steps' words, all of one item.
+#pragma unroll
+      for (int d = 0; d < D; ++d) {
+        load_bx(bx[(d + 1) & 1], 1);
+        StepMma<CB, K, NG, TW>(buf[d], c_pair, lane, bx[d & 1], acc);
+        if (more) load_words(buf[d]);
+        advance_xs();
+      }
+      if (more && (pf_left -= D) == 0) {
+        pf_left = L;
+        if (++pf_j < n_items) pf = lane_start(item_strip(pf_j, pf_pair), pf_pair);
+      }
+      if ((c_left -= D) == 0) {
+        finish_item();
+        c_left = L;
+        if (++c_j < n_items) {
+          item_at(c_j, cb, cq, cg);
+          seek_xs(cg);
+          load_bx(bx[0], 0);  // D is even: step 0 of the next block reads bx[0].
+        }
+      }
+      continue;
+    }
     if (kUnchecked && c_left > D && pf_left > D && s0 + 2 * D <= total) {
       // No item ends and no load crosses into another in these D steps: the same steps, unchecked.
 #pragma unroll
