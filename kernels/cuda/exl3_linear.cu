@@ -61,8 +61,9 @@ struct Shape {
 };
 
 // Tiles of a work item for ng row groups: 4 up to 8 rows; at 9..16 rows 4 for plans of 8 or more
-// splits (their many short items halve, and rounds fold a split's warps in shared memory: faster
-// on the H200, docs/perf.md) and 2 for the others (twice the warps busy); 2 above.
+// splits whose groups hold an even number of k-tiles (their many short items halve, and rounds
+// fold a split's warps in shared memory: faster on the H200, docs/perf.md) and 2 for the others
+// (twice the warps busy); 2 above.
 int ItemTiles(const Shape& s, int ng) {
   return ng == 1 || (ng == 2 && s.sk >= 8 && ek::ItemTilesFitPlan(ng, 4, s.L())) ? 4 : 2;
 }

@@ -35,9 +35,9 @@
 // loads its first weights before waiting for the previous grid, and touches x, y and the scratch
 // only after that grid has finished.
 //
-// Measured (H200, docs/perf.md, 2026-12-01): the 27B's 401 linears at one row in 10.4 ms
-// (exllamav3 12.4 ms); steady state ~55% of the SM's issue rate (the lm_head at K = 6:
-// 2.35 TB/s), so the decode's instruction count, not HBM, is the limit.
+// Measured (H200, docs/perf.md, 2026-12-01): the 27B's 401 linears in 10.3 ms at one row and
+// 14.4 ms at 16 (exllamav3 12.4 and 18.6 ms); steady state ~55% of the SM's issue rate (the
+// lm_head at K = 6: 2.35 TB/s), so the decode's instruction count, not HBM, is the limit.
 #ifndef TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
 #define TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
 
