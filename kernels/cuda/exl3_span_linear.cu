@@ -7,18 +7,17 @@
 namespace twinspan::cuda {
 namespace {
 
-// The span's view narrowed to the 128-column blocks that hold its kept columns: a tail view
-// widened to 64 blocks to plan as the head keeps 288 columns, and the plan stays the head's, so
-// the kept columns' bits do not change. Returns the first kept block. REQUIRES: a valid span.
+// The span's view narrowed to its KeptBlocks; the plan stays the head's, so the kept columns'
+// bits do not change. Returns the first kept block. REQUIRES: a valid span.
 int64_t NarrowToKept(const Exl3DeviceSpan& s, Exl3DeviceWeight* view) {
   *view = s.view;
   if (!s.view.trellis || !s.view.svh) return 0;  // Left for validation to name.
-  const int64_t first = s.drop_front / 128, end = (s.drop_front + s.size + 127) / 128;
-  view->trellis += first * Exl3BlockWords(s.view.k, s.view.bits);
-  view->svh += first * 128;
-  if (view->bias) view->bias += first * 128;
-  view->n = (end - first) * 128;
-  return first;
+  const Exl3KeptBlocks kept = KeptBlocks(s);
+  view->trellis += kept.first * Exl3BlockWords(s.view.k, s.view.bits);
+  view->svh += kept.first * 128;
+  if (view->bias) view->bias += kept.first * 128;
+  view->n = (kept.end - kept.first) * 128;
+  return kept.first;
 }
 
 // The spans as output ranges side by side, over views[] (their narrowed views); InvalidArgument

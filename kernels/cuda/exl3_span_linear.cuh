@@ -20,6 +20,15 @@ struct Exl3DeviceSpan {
   int64_t size = 0;
 };
 
+// The 128-column blocks [first, end) of the span's view that hold its kept columns: the only ones
+// Exl3SpanLinear decodes (a tail view widened to 64 blocks to plan as the head keeps 288 columns).
+struct Exl3KeptBlocks {
+  int64_t first = 0, end = 0;
+};
+inline Exl3KeptBlocks KeptBlocks(const Exl3DeviceSpan& s) {
+  return {s.drop_front / 128, (s.drop_front + s.size + 127) / 128};
+}
+
 // At most this many spans per launch.
 inline constexpr int kMaxExl3Spans = 4;
 

@@ -396,9 +396,8 @@ class Bench {
             bytes += TrellisBytes(k, b * 128, bits);
             continue;
           }
-          const cuda::Exl3DeviceSpan sp = span(copies[0], f, b);
-          const int64_t kept = (sp.drop_front + sp.size + 127) / 128 - sp.drop_front / 128;
-          bytes += TrellisBytes(k, kept * 128, bits);
+          const cuda::Exl3KeptBlocks kept = cuda::KeptBlocks(span(copies[0], f, b));
+          bytes += TrellisBytes(k, (kept.end - kept.first) * 128, bits);
         }
         auto timed = Time(
             [&](int i) -> absl::Status {
