@@ -17,18 +17,18 @@ namespace lk = linear_kernel;
 bool Split(const lk::Params& p) { return p.n < lk::kSplitBelowColumns; }
 
 template <typename Weight, int kRows, bool kVector>
+void LaunchSplit(const lk::Params& p, cudaStream_t stream) {
+  const int64_t blocks = (p.n + lk::kSplitCols - 1) / lk::kSplitCols;
+  lk::SplitKernel<Weight, kRows, kVector>
+      <<<static_cast<unsigned>(blocks), lk::kSplitThreads, 0, stream>>>(p);
+}
+
+template <typename Weight, int kRows, bool kVector>
 void LaunchOne(const lk::Params& p, cudaStream_t stream) {
-  if (Split(p)) {
-    const int64_t blocks = (p.n + lk::kSplitCols - 1) / lk::kSplitCols;
-    lk::SplitKernel<Weight, kRows, kVector>
-        <<<static_cast<unsigned>(blocks), lk::kSplitThreads, 0, stream>>>(p);
-    return;
-  }
-  if constexpr (kRows <= 8) {  // 16-row tiles are the narrow kernel's alone.
-    const int64_t blocks = (p.n + lk::kWarps * lk::kCols - 1) / (lk::kWarps * lk::kCols);
-    lk::DenseLinearKernel<Weight, kRows, kVector>
-        <<<static_cast<unsigned>(blocks), lk::kThreads, 0, stream>>>(p);
-  }
+  if (Split(p)) return LaunchSplit<Weight, kRows, kVector>(p, stream);
+  const int64_t blocks = (p.n + lk::kWarps * lk::kCols - 1) / (lk::kWarps * lk::kCols);
+  lk::DenseLinearKernel<Weight, kRows, kVector>
+      <<<static_cast<unsigned>(blocks), lk::kThreads, 0, stream>>>(p);
 }
 
 template <typename Weight, bool kVector>
@@ -37,7 +37,7 @@ void LaunchRows(const lk::Params& p, cudaStream_t stream) {
   if (p.rows == 2) return LaunchOne<Weight, 2, kVector>(p, stream);
   if (p.rows <= 4) return LaunchOne<Weight, 4, kVector>(p, stream);
   // A verify window of 16 in one pass of the narrow kernel's k loop, not two.
-  if (p.rows > 8 && Split(p)) return LaunchOne<Weight, 16, kVector>(p, stream);
+  if (p.rows > 8 && Split(p)) return LaunchSplit<Weight, 16, kVector>(p, stream);
   LaunchOne<Weight, 8, kVector>(p, stream);
 }
 
