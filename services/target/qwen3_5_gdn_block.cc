@@ -1,5 +1,7 @@
 #include "services/target/qwen3_5_gdn_block.h"
 
+#include <memory>
+
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 
@@ -61,11 +63,13 @@ absl::Status GdnBlockForward(backend::Backend& be, const GdnBlockShape& shape,
   // a commit replays from, instead of being copied there (3 small copies a layer).
   const bool direct = rows.segments.size() == 1 && rows.segments[0].rows == n;
   float* replay = nullptr;
+  std::unique_ptr<backend::Buffer> scratch;  // Several sequences: copied to each replay below.
   if (direct) {
     ABSL_ASSIGN_OR_RETURN(
         replay, states[0]->recurrent->BeginForward(be, n, n * shape.replay_floats_per_row()));
+  } else {
+    ABSL_ASSIGN_OR_RETURN(scratch, be.AllocateFloats(n * (channels + 2 * v_heads)));
   }
-  ABSL_ASSIGN_OR_RETURN(auto scratch, be.AllocateFloats(direct ? 0 : n * (channels + 2 * v_heads)));
   float* qkv = direct ? replay : scratch->floats();
   float* g = qkv + n * channels;
   float* beta = g + n * v_heads;
