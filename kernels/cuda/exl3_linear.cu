@@ -96,7 +96,8 @@ struct Schedule {
 };
 
 // One block per SM (or two of half the warps) holding all of the SM's warps: every item of a block
-// runs at once where it can, and blocks differ by at most one item. REQUIRES: ItemTilesFit(ng, tw).
+// runs at once where it can, and blocks differ by at most one item. REQUIRES:
+// ItemTilesFitPlan(ng, tw, s.L()).
 Schedule Plan(const Shape& s, int m, bool rounds, int tw, int sms, int blocks_per_sm,
               bool rotation_kernel, int max_warps) {
   Schedule c;

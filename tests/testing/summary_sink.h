@@ -1,4 +1,4 @@
-// A StreamSink for tests and benches that keeps every token and hands the stream's summary to
+// A StreamSink for tests and benches that takes every token and hands the stream's summary to
 // Wait() once the stream finished; on_round, when set, sees each round's number first.
 #ifndef TWINSPAN_TESTS_TESTING_SUMMARY_SINK_H_
 #define TWINSPAN_TESTS_TESTING_SUMMARY_SINK_H_
