@@ -177,9 +177,9 @@ class Backend {
   virtual absl::Status CausalConv1d(const float* x, int64_t rows, int64_t channels,
                                     const float* weight, int64_t kernel, float* conv_state,
                                     float* y) = 0;
-  virtual absl::Status GatedDeltaNetGates(const float* a, const float* b, int64_t rows,
-                                          int64_t v_heads, const float* a_log, const float* dt_bias,
-                                          float* g, float* beta) = 0;
+  virtual absl::Status GatedDeltaNetGates(const float* a, const float* b, int64_t ab_stride,
+                                          int64_t rows, int64_t v_heads, const float* a_log,
+                                          const float* dt_bias, float* g, float* beta) = 0;
   virtual absl::Status GatedDeltaNet(const float* qkv, const float* g, const float* beta,
                                      int64_t rows, const cpu::GatedDeltaNetDims& dims, float* state,
                                      float* out) = 0;

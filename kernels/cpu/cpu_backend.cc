@@ -358,17 +358,19 @@ class CpuBackend final : public backend::Backend {
     return cpu::CausalConv1d(ctx_, x, rows, channels, weight, kernel, conv_state, y);
   }
 
-  absl::Status GatedDeltaNetGates(const float* a, const float* b, int64_t rows, int64_t v_heads,
-                                  const float* a_log, const float* dt_bias, float* g,
-                                  float* beta) override {
+  absl::Status GatedDeltaNetGates(const float* a, const float* b, int64_t ab_stride, int64_t rows,
+                                  int64_t v_heads, const float* a_log, const float* dt_bias,
+                                  float* g, float* beta) override {
     const size_t per_row = Packed(rows * v_heads);
-    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNetGates", "a", a, per_row));
-    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNetGates", "b", b, per_row));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("GatedDeltaNetGates", "a", a, Extent(rows, ab_stride, v_heads)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("GatedDeltaNetGates", "b", b, Extent(rows, ab_stride, v_heads)));
     ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNetGates", "a_log", a_log, Packed(v_heads)));
     ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNetGates", "dt_bias", dt_bias, Packed(v_heads)));
     ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNetGates", "g", g, per_row));
     ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNetGates", "beta", beta, per_row));
-    return cpu::GatedDeltaNetGates(ctx_, a, b, rows, v_heads, a_log, dt_bias, g, beta);
+    return cpu::GatedDeltaNetGates(ctx_, a, b, ab_stride, rows, v_heads, a_log, dt_bias, g, beta);
   }
 
   absl::Status GatedDeltaNet(const float* qkv, const float* g, const float* beta, int64_t rows,

@@ -61,18 +61,20 @@ void RunHead(const float* qkv, const float* g, const float* beta, int64_t rows,
 
 }  // namespace
 
-absl::Status GatedDeltaNetGates(const Context& ctx, const float* a, const float* b, int64_t rows,
-                                int64_t v_heads, const float* a_log, const float* dt_bias, float* g,
-                                float* beta) {
-  if (rows < 0 || v_heads <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("GatedDeltaNetGates: rows %d, v_heads %d", rows, v_heads));
+absl::Status GatedDeltaNetGates(const Context& ctx, const float* a, const float* b,
+                                int64_t ab_stride, int64_t rows, int64_t v_heads,
+                                const float* a_log, const float* dt_bias, float* g, float* beta) {
+  if (rows < 0 || v_heads <= 0 || ab_stride < v_heads) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "GatedDeltaNetGates: rows %d, v_heads %d, ab_stride %d", rows, v_heads, ab_stride));
   }
   ParallelFor(ctx.pool, rows, 64, [&](int64_t t0, int64_t t1) {
-    for (int64_t i = t0 * v_heads; i < t1 * v_heads; ++i) {
-      const int64_t h = i % v_heads;
-      g[i] = -std::exp(a_log[h]) * Softplus(a[i] + dt_bias[h]);
-      beta[i] = 1.0f / (1.0f + std::exp(-b[i]));
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int64_t h = 0; h < v_heads; ++h) {
+        const int64_t i = t * v_heads + h, j = t * ab_stride + h;
+        g[i] = -std::exp(a_log[h]) * Softplus(a[j] + dt_bias[h]);
+        beta[i] = 1.0f / (1.0f + std::exp(-b[j]));
+      }
     }
   });
   return absl::OkStatus();

@@ -23,11 +23,12 @@ struct GatedDeltaNetDims {
 // Per-row decay and write strength from the projections a and b:
 //   g = -exp(a_log) * softplus(a + dt_bias)   (softplus(x) = x above 20, as torch)
 //   beta = sigmoid(b)
-// a, b, g, beta: [rows, v_heads] packed; a_log, dt_bias: [v_heads].
-// InvalidArgument for rows < 0 or v_heads <= 0.
-absl::Status GatedDeltaNetGates(const Context& ctx, const float* a, const float* b, int64_t rows,
-                                int64_t v_heads, const float* a_log, const float* dt_bias, float* g,
-                                float* beta);
+// a, b: rows of ab_stride floats, v_heads used (one [rows, 2 * v_heads] projection serves both);
+// g, beta: [rows, v_heads] packed; a_log, dt_bias: [v_heads].
+// InvalidArgument for rows < 0, v_heads <= 0 or ab_stride < v_heads.
+absl::Status GatedDeltaNetGates(const Context& ctx, const float* a, const float* b,
+                                int64_t ab_stride, int64_t rows, int64_t v_heads,
+                                const float* a_log, const float* dt_bias, float* g, float* beta);
 
 // Runs the recurrence over `rows` tokens one at a time, so a window of k rows gives the same bits
 // as k calls of one row. Per row and value head, with q and k l2-normalised (eps 1e-6) and q then

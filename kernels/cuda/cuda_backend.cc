@@ -256,11 +256,11 @@ class CudaBackend final : public backend::Backend {
     return cuda::CausalConv1d(Ctx(), x, rows, channels, weight, kernel, conv_state, y);
   }
 
-  absl::Status GatedDeltaNetGates(const float* a, const float* b, int64_t rows, int64_t v_heads,
-                                  const float* a_log, const float* dt_bias, float* g,
-                                  float* beta) override {
+  absl::Status GatedDeltaNetGates(const float* a, const float* b, int64_t ab_stride, int64_t rows,
+                                  int64_t v_heads, const float* a_log, const float* dt_bias,
+                                  float* g, float* beta) override {
     DeviceGuard guard(device_);
-    return cuda::GatedDeltaNetGates(Ctx(), a, b, rows, v_heads, a_log, dt_bias, g, beta);
+    return cuda::GatedDeltaNetGates(Ctx(), a, b, ab_stride, rows, v_heads, a_log, dt_bias, g, beta);
   }
 
   // The recurrent form for every window, prompts included: the chunked form's bits depend on how a

@@ -9,12 +9,12 @@
 
 namespace twinspan::cuda {
 
-absl::Status GatedDeltaNetGates(const Context& ctx, const float* a, const float* b, int64_t rows,
-                                int64_t v_heads, const float* a_log, const float* dt_bias, float* g,
-                                float* beta) {
-  if (rows < 0 || v_heads <= 0 || v_heads > (1 << 30)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("GatedDeltaNetGates: rows %d, v_heads %d", rows, v_heads));
+absl::Status GatedDeltaNetGates(const Context& ctx, const float* a, const float* b,
+                                int64_t ab_stride, int64_t rows, int64_t v_heads,
+                                const float* a_log, const float* dt_bias, float* g, float* beta) {
+  if (rows < 0 || v_heads <= 0 || v_heads > (1 << 30) || ab_stride < v_heads) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "GatedDeltaNetGates: rows %d, v_heads %d, ab_stride %d", rows, v_heads, ab_stride));
   }
   if (rows == 0) return absl::OkStatus();
   if (!a || !b || !a_log || !dt_bias || !g || !beta) {
@@ -25,7 +25,7 @@ absl::Status GatedDeltaNetGates(const Context& ctx, const float* a, const float*
   const int64_t n = rows * v_heads;
   const int64_t blocks = std::min<int64_t>((n + gk::kThreads - 1) / gk::kThreads, 1 << 16);
   gk::GatesKernel<<<static_cast<unsigned>(blocks), gk::kThreads, 0, ctx.stream>>>(
-      a, b, n, static_cast<int>(v_heads), a_log, dt_bias, g, beta);
+      a, b, ab_stride, n, static_cast<int>(v_heads), a_log, dt_bias, g, beta);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {
     return absl::InternalError(

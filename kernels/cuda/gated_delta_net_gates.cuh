@@ -12,11 +12,12 @@ namespace twinspan::cuda {
 
 // g = -exp(a_log) * softplus(a + dt_bias), beta = sigmoid(b) on device pointers, asynchronous on
 // ctx.stream; the CPU op's expressions with CUDA's expf / log1pf (a few ulps from glibc's).
-// a, b, g, beta: [rows, v_heads]; a_log, dt_bias: [v_heads]. Elementwise, so row-invariant.
-// InvalidArgument for rows < 0, v_heads <= 0 or a null pointer; Internal for a failed launch.
-absl::Status GatedDeltaNetGates(const Context& ctx, const float* a, const float* b, int64_t rows,
-                                int64_t v_heads, const float* a_log, const float* dt_bias, float* g,
-                                float* beta);
+// a, b: rows of ab_stride floats, v_heads used; g, beta: [rows, v_heads]; a_log, dt_bias:
+// [v_heads]. Elementwise, so row-invariant. InvalidArgument for rows < 0, v_heads <= 0,
+// ab_stride < v_heads or a null pointer; Internal for a failed launch.
+absl::Status GatedDeltaNetGates(const Context& ctx, const float* a, const float* b,
+                                int64_t ab_stride, int64_t rows, int64_t v_heads,
+                                const float* a_log, const float* dt_bias, float* g, float* beta);
 
 }  // namespace twinspan::cuda
 

@@ -14,14 +14,15 @@ constexpr int kThreads = 256;
 __device__ inline float Softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
 __global__ void __launch_bounds__(kThreads)
-    GatesKernel(const float* a, const float* b, int64_t n, int v_heads, const float* a_log,
-                const float* dt_bias, float* g, float* beta) {
+    GatesKernel(const float* a, const float* b, int64_t ab_stride, int64_t n, int v_heads,
+                const float* a_log, const float* dt_bias, float* g, float* beta) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
     const int h = static_cast<int>(i % v_heads);
+    const int64_t j = i / v_heads * ab_stride + h;
     const float decay_rate = -expf(a_log[h]);
-    const float bv = b[i];  // Read before writing: g or beta may be the buffer a or b is.
-    g[i] = __fmul_rn(decay_rate, Softplus(__fadd_rn(a[i], dt_bias[h])));
+    const float bv = b[j];  // Read before writing: g or beta may be the buffer a or b is.
+    g[i] = __fmul_rn(decay_rate, Softplus(__fadd_rn(a[j], dt_bias[h])));
     beta[i] = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-bv)));
   }
 }

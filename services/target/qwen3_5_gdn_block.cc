@@ -1,6 +1,8 @@
 #include "services/target/qwen3_5_gdn_block.h"
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
@@ -31,6 +33,26 @@ absl::Status RunRecurrence(backend::Backend& be, const GdnBlockShape& shape,
   return be.GatedDeltaNet(conv_out, g, beta, rows, shape.dims, state.ssm().floats(), core);
 }
 
+// in_proj_a's rows, then in_proj_b's: one weight whose outputs are each the same dot product.
+absl::StatusOr<cpu::LinearWeight> StackRows(const cpu::LinearWeight& a,
+                                            const cpu::LinearWeight& b) {
+  if (a.empty() || b.empty() || a.is_exl3() || b.is_exl3() || a.is_q4() || b.is_q4() ||
+      a.in_features() != b.in_features()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "Gated DeltaNet in_proj_a [%d, %d] and in_proj_b [%d, %d] must be dense, of one width",
+        a.out_features(), a.in_features(), b.out_features(), b.in_features()));
+  }
+  const int64_t k = a.in_features();
+  std::vector<float> values;
+  values.reserve(static_cast<size_t>((a.out_features() + b.out_features()) * k));
+  for (const cpu::LinearWeight* w : {&a, &b}) {
+    for (int64_t j = 0; j < w->out_features(); ++j) {
+      values.insert(values.end(), w->dense_row(j), w->dense_row(j) + k);
+    }
+  }
+  return cpu::LinearWeight::Dense(a.out_features() + b.out_features(), k, std::move(values));
+}
+
 }  // namespace
 
 absl::StatusOr<GdnBlockHandles> UploadGdnBlock(backend::Backend& backend,
@@ -38,8 +60,8 @@ absl::StatusOr<GdnBlockHandles> UploadGdnBlock(backend::Backend& backend,
   GdnBlockHandles h;
   ABSL_ASSIGN_OR_RETURN(h.in_proj_qkv, backend.UploadLinear(w.in_proj_qkv));
   ABSL_ASSIGN_OR_RETURN(h.in_proj_z, backend.UploadLinear(w.in_proj_z));
-  ABSL_ASSIGN_OR_RETURN(h.in_proj_a, backend.UploadLinear(w.in_proj_a));
-  ABSL_ASSIGN_OR_RETURN(h.in_proj_b, backend.UploadLinear(w.in_proj_b));
+  ABSL_ASSIGN_OR_RETURN(const cpu::LinearWeight ab, StackRows(w.in_proj_a, w.in_proj_b));
+  ABSL_ASSIGN_OR_RETURN(h.in_proj_ab, backend.UploadLinear(ab));
   ABSL_ASSIGN_OR_RETURN(h.out_proj, backend.UploadLinear(w.out_proj));
   ABSL_ASSIGN_OR_RETURN(h.conv, backend.UploadFloats(w.conv));
   ABSL_ASSIGN_OR_RETURN(h.a_log, backend.UploadFloats(w.a_log));
@@ -74,16 +96,15 @@ absl::Status GdnBlockForward(backend::Backend& be, const GdnBlockShape& shape,
   float* g = qkv + n * channels;
   float* beta = g + n * v_heads;
   ABSL_ASSIGN_OR_RETURN(auto z, be.AllocateFloats(n * value_width));
-  ABSL_ASSIGN_OR_RETURN(auto a, be.AllocateFloats(n * v_heads));
-  ABSL_ASSIGN_OR_RETURN(auto b, be.AllocateFloats(n * v_heads));
+  ABSL_ASSIGN_OR_RETURN(auto ab, be.AllocateFloats(n * 2 * v_heads));  // Row t: a, then b.
   ABSL_ASSIGN_OR_RETURN(auto conv_out, be.AllocateFloats(n * channels));
   ABSL_ASSIGN_OR_RETURN(auto core, be.AllocateFloats(n * value_width));
   ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.in_proj_qkv, qkv, channels));
   ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.in_proj_z, z->floats(), value_width));
-  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.in_proj_a, a->floats(), v_heads));
-  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.in_proj_b, b->floats(), v_heads));
-  ABSL_RETURN_IF_ERROR(be.GatedDeltaNetGates(a->floats(), b->floats(), n, v_heads,
-                                             w.a_log->floats(), w.dt_bias->floats(), g, beta));
+  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.in_proj_ab, ab->floats(), 2 * v_heads));
+  ABSL_RETURN_IF_ERROR(be.GatedDeltaNetGates(ab->floats(), ab->floats() + v_heads, 2 * v_heads, n,
+                                             v_heads, w.a_log->floats(), w.dt_bias->floats(), g,
+                                             beta));
   for (size_t s = 0; s < rows.segments.size(); ++s) {  // Each sequence from its own state.
     const int64_t r0 = rows.segments[s].first_row, m = rows.segments[s].rows;
     RecurrentState& state = *states[s]->recurrent;

@@ -46,13 +46,15 @@ struct GdnBlockWeights {
   cpu::LinearWeight out_proj;     // [hidden, v_heads * v_dim]
 };
 
-// The same weights in a backend's memory.
+// The same weights in a backend's memory; in_proj_ab is in_proj_a's rows then in_proj_b's, so one
+// launch projects both.
 struct GdnBlockHandles {
-  std::unique_ptr<backend::LinearHandle> in_proj_qkv, in_proj_z, in_proj_a, in_proj_b, out_proj;
+  std::unique_ptr<backend::LinearHandle> in_proj_qkv, in_proj_z, in_proj_ab, out_proj;
   std::unique_ptr<backend::Buffer> conv, a_log, dt_bias, norm;
 };
 
-// Backend errors (ResourceExhausted).
+// InvalidArgument unless in_proj_a and in_proj_b are dense with the same inputs; backend errors
+// (ResourceExhausted).
 absl::StatusOr<GdnBlockHandles> UploadGdnBlock(backend::Backend& backend,
                                                const GdnBlockWeights& weights);
 

@@ -120,7 +120,7 @@ TEST(CudaBackendTest, GatedDeltaNetAndDrafterOpsMatchTheCpuBackend) {
     EXPECT_TRUE(be.CausalConv1d(dx->floats(), rows, channels, dw->floats(), kernel, ds->floats(),
                                 y->floats())
                     .ok());
-    EXPECT_TRUE(be.GatedDeltaNetGates(da->floats(), db->floats(), rows, v, dal->floats(),
+    EXPECT_TRUE(be.GatedDeltaNetGates(da->floats(), db->floats(), v, rows, v, dal->floats(),
                                       ddt->floats(), g->floats(), beta->floats())
                     .ok());
     EXPECT_TRUE(be.GatedDeltaNet(y->floats(), g->floats(), beta->floats(), rows, dims,

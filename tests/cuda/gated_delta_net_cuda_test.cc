@@ -58,18 +58,40 @@ TEST(GatedDeltaNetGatesCudaTest, MatchesCpu) {
     const std::vector<float> a_log = testing::RandomUniform(v_heads, -4.0f, 2.0f, rng);
     const std::vector<float> dt_bias = testing::RandomNormal(v_heads, 1.0f, rng);
     std::vector<float> g_cpu(rows * v_heads), beta_cpu(rows * v_heads);
-    ASSERT_TRUE(cpu::GatedDeltaNetGates({}, a.data(), b.data(), rows, v_heads, a_log.data(),
-                                        dt_bias.data(), g_cpu.data(), beta_cpu.data())
+    ASSERT_TRUE(cpu::GatedDeltaNetGates({}, a.data(), b.data(), v_heads, rows, v_heads,
+                                        a_log.data(), dt_bias.data(), g_cpu.data(), beta_cpu.data())
                     .ok());
     DeviceArray<float> ad(a), bd(b), a_logd(a_log), dt_biasd(dt_bias), g(g_cpu.size()),
         beta(beta_cpu.size());
-    ASSERT_TRUE(GatedDeltaNetGates(stream.ctx(), ad.get(), bd.get(), rows, v_heads, a_logd.get(),
-                                   dt_biasd.get(), g.get(), beta.get())
+    ASSERT_TRUE(GatedDeltaNetGates(stream.ctx(), ad.get(), bd.get(), v_heads, rows, v_heads,
+                                   a_logd.get(), dt_biasd.get(), g.get(), beta.get())
                     .ok());
     ASSERT_TRUE(stream.Finish());
     ExpectClose(g_cpu, g.Download(), kGates, "gates g");
     ExpectClose(beta_cpu, beta.Download(), kGates, "gates beta");
   }
+}
+
+// The GDN block's [rows, 2 * v_heads] projection read with its row stride, as the CPU op reads it.
+TEST(GatedDeltaNetGatesCudaTest, StridedRowsMatchCpu) {
+  testing::TestStream stream;
+  const int64_t rows = 16, v_heads = 48, stride = 2 * v_heads;
+  std::mt19937 rng(29);
+  const std::vector<float> ab = testing::RandomNormal(rows * stride, 3.0f, rng);
+  const std::vector<float> a_log = testing::RandomUniform(v_heads, -4.0f, 2.0f, rng);
+  const std::vector<float> dt_bias = testing::RandomNormal(v_heads, 1.0f, rng);
+  std::vector<float> g_cpu(rows * v_heads), beta_cpu(rows * v_heads);
+  ASSERT_TRUE(cpu::GatedDeltaNetGates({}, ab.data(), ab.data() + v_heads, stride, rows, v_heads,
+                                      a_log.data(), dt_bias.data(), g_cpu.data(), beta_cpu.data())
+                  .ok());
+  DeviceArray<float> abd(ab), a_logd(a_log), dt_biasd(dt_bias), g(g_cpu.size()),
+      beta(beta_cpu.size());
+  ASSERT_TRUE(GatedDeltaNetGates(stream.ctx(), abd.get(), abd.get() + v_heads, stride, rows,
+                                 v_heads, a_logd.get(), dt_biasd.get(), g.get(), beta.get())
+                  .ok());
+  ASSERT_TRUE(stream.Finish());
+  ExpectClose(g_cpu, g.Download(), kGates, "strided gates g");
+  ExpectClose(beta_cpu, beta.Download(), kGates, "strided gates beta");
 }
 
 TEST(GatedDeltaNetGatesCudaTest, RejectsBadArguments) {
@@ -78,11 +100,12 @@ TEST(GatedDeltaNetGatesCudaTest, RejectsBadArguments) {
   const Context& ctx = stream.ctx();
   float* p = buf.get();
   constexpr auto kBad = absl::StatusCode::kInvalidArgument;
-  EXPECT_EQ(GatedDeltaNetGates(ctx, p, p, -1, 4, p, p, p, p).code(), kBad);
-  EXPECT_EQ(GatedDeltaNetGates(ctx, p, p, 2, 0, p, p, p, p).code(), kBad);
-  EXPECT_EQ(GatedDeltaNetGates(ctx, nullptr, p, 2, 4, p, p, p, p).code(), kBad);
-  EXPECT_EQ(GatedDeltaNetGates(ctx, p, p, 2, 4, p, nullptr, p, p).code(), kBad);
-  EXPECT_EQ(GatedDeltaNetGates(ctx, p, p, 2, 4, p, p, p, nullptr).code(), kBad);
+  EXPECT_EQ(GatedDeltaNetGates(ctx, p, p, 4, -1, 4, p, p, p, p).code(), kBad);
+  EXPECT_EQ(GatedDeltaNetGates(ctx, p, p, 4, 2, 0, p, p, p, p).code(), kBad);
+  EXPECT_EQ(GatedDeltaNetGates(ctx, p, p, 3, 2, 4, p, p, p, p).code(), kBad);  // ab_stride < 4.
+  EXPECT_EQ(GatedDeltaNetGates(ctx, nullptr, p, 4, 2, 4, p, p, p, p).code(), kBad);
+  EXPECT_EQ(GatedDeltaNetGates(ctx, p, p, 4, 2, 4, p, nullptr, p, p).code(), kBad);
+  EXPECT_EQ(GatedDeltaNetGates(ctx, p, p, 4, 2, 4, p, p, p, nullptr).code(), kBad);
   ASSERT_TRUE(stream.Finish());
 }
 

@@ -29,8 +29,8 @@ inline GdnInputs MakeGdnInputs(const cpu::GatedDeltaNetDims& d, int64_t rows, ui
   const std::vector<float> dt_bias = RandomUniform(d.v_heads, 0.5f, 1.5f, rng);
   in.g.resize(rows * d.v_heads);
   in.beta.resize(rows * d.v_heads);
-  EXPECT_TRUE(cpu::GatedDeltaNetGates({}, a.data(), b.data(), rows, d.v_heads, a_log.data(),
-                                      dt_bias.data(), in.g.data(), in.beta.data())
+  EXPECT_TRUE(cpu::GatedDeltaNetGates({}, a.data(), b.data(), d.v_heads, rows, d.v_heads,
+                                      a_log.data(), dt_bias.data(), in.g.data(), in.beta.data())
                   .ok());
   in.state = RandomNormal(d.state_size(), 0.1f, rng);
   return in;

@@ -256,10 +256,10 @@ TEST_F(CpuBackendTest, CausalConvGatesAndGatedDeltaNetEqualTheCpuOps) {
   const std::vector<float> a_log = {0.5f, 1.5f}, dt_bias = {1.0f, 0.25f};
   std::vector<float> g(rows * 2), beta(rows * 2);
   auto ba = Up(a), bb = Up(b), balog = Up(a_log), bdt = Up(dt_bias), bg = Up(g), bbeta = Up(beta);
-  ASSERT_TRUE(GatedDeltaNetGates(ctx_, a.data(), b.data(), rows, 2, a_log.data(), dt_bias.data(),
+  ASSERT_TRUE(GatedDeltaNetGates(ctx_, a.data(), b.data(), 2, rows, 2, a_log.data(), dt_bias.data(),
                                  g.data(), beta.data())
                   .ok());
-  ASSERT_TRUE(be_->GatedDeltaNetGates(ba->floats(), bb->floats(), rows, 2, balog->floats(),
+  ASSERT_TRUE(be_->GatedDeltaNetGates(ba->floats(), bb->floats(), 2, rows, 2, balog->floats(),
                                       bdt->floats(), bg->floats(), bbeta->floats())
                   .ok());
   EXPECT_TRUE(Same(Down(*bg), g));

@@ -20,7 +20,7 @@ class GdnBlockTest : public ::testing::Test {
     shape_.hidden = kHidden;
     shape_.dims = {.k_heads = 1, .v_heads = 2, .k_dim = 8, .v_dim = 4};
     shape_.conv_kernel = 4;
-    GdnBlockWeights w;
+    GdnBlockWeights& w = host_;
     w.in_proj_qkv = Linear(shape_.conv_channels(), kHidden);
     w.in_proj_z = Linear(shape_.value_width(), kHidden);
     w.in_proj_a = Linear(2, kHidden);
@@ -35,6 +35,7 @@ class GdnBlockTest : public ::testing::Test {
     weights_ = std::move(*handles);
   }
 
+  GdnBlockWeights host_;
   std::vector<float> Normal(int64_t n) {
     std::normal_distribution<float> dist(0.0f, 0.5f);
     std::vector<float> v(n);
@@ -160,6 +161,33 @@ TEST_F(GdnBlockTest, BadStateSizesAndCommitsAreInvalidArgument) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(GdnBlockCommit(*be_, shape_, weights_, *state.recurrent, 1, 3).code(),  // Saved: 1.
             absl::StatusCode::kInvalidArgument);
+}
+
+// in_proj_a and in_proj_b upload as one linear (one launch a forward): its outputs are a's, then
+// b's, bit for bit.
+TEST_F(GdnBlockTest, GateProjectionsAreOneLinearOfBothWeights) {
+  ASSERT_EQ(weights_.in_proj_ab->out_features(), 4);
+  ASSERT_EQ(weights_.in_proj_ab->in_features(), kHidden);
+  const int64_t rows = 3;
+  const std::vector<float> x = Normal(rows * kHidden);
+  std::vector<float> a(rows * 2), b(rows * 2);
+  ASSERT_TRUE(cpu::Linear({}, x.data(), rows, host_.in_proj_a, a.data()).ok());
+  ASSERT_TRUE(cpu::Linear({}, x.data(), rows, host_.in_proj_b, b.data()).ok());
+  auto bx = be_->UploadFloats(x);
+  auto ab = be_->AllocateFloats(rows * 4);
+  ASSERT_TRUE(bx.ok() && ab.ok());
+  ASSERT_TRUE(
+      be_->Linear((*bx)->floats(), kHidden, rows, *weights_.in_proj_ab, (*ab)->floats(), 4).ok());
+  const std::vector<float> got = Read(**ab);
+  for (int64_t t = 0; t < rows; ++t) {
+    for (int64_t h = 0; h < 2; ++h) {
+      EXPECT_EQ(got[t * 4 + h], a[t * 2 + h]) << "row " << t << " head " << h;
+      EXPECT_EQ(got[t * 4 + 2 + h], b[t * 2 + h]) << "row " << t << " head " << h;
+    }
+  }
+  GdnBlockWeights narrow = host_;
+  narrow.in_proj_b = Linear(2, kHidden - 1);
+  EXPECT_EQ(UploadGdnBlock(*be_, narrow).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

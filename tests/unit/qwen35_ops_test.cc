@@ -104,7 +104,7 @@ TEST(GatedDeltaNetGatesTest, MatchesFormulaIncludingSoftplusThreshold) {
   std::vector<float> b = {-1.0f, 0.0f, 2.0f, 5.0f, -7.0f, 0.3f};
   std::vector<float> a_log = {0.1f, -0.5f, 1.2f}, dt_bias = {1.0f, 0.2f, 2.0f};
   std::vector<float> g(rows * heads), beta(rows * heads);
-  ASSERT_TRUE(GatedDeltaNetGates(Context{}, a.data(), b.data(), rows, heads, a_log.data(),
+  ASSERT_TRUE(GatedDeltaNetGates(Context{}, a.data(), b.data(), heads, rows, heads, a_log.data(),
                                  dt_bias.data(), g.data(), beta.data())
                   .ok());
   for (int t = 0; t < rows; ++t) {
@@ -115,6 +115,29 @@ TEST(GatedDeltaNetGatesTest, MatchesFormulaIncludingSoftplusThreshold) {
       EXPECT_NEAR(beta[t * heads + h], 1.0 / (1.0 + std::exp(-double(b[t * heads + h]))), 1e-6);
     }
   }
+}
+
+// The GDN block's one [rows, 2 * heads] projection: a and b read with its row stride give the
+// packed inputs' bits.
+TEST(GatedDeltaNetGatesTest, StridedRowsEqualPackedRows) {
+  const int64_t rows = 3, heads = 4;
+  std::vector<float> ab(rows * 2 * heads), a(rows * heads), b(rows * heads);
+  for (int64_t t = 0; t < rows; ++t) {
+    for (int64_t h = 0; h < heads; ++h) {
+      a[t * heads + h] = ab[t * 2 * heads + h] = 0.7f * static_cast<float>(t - h) + 0.1f;
+      b[t * heads + h] = ab[t * 2 * heads + heads + h] = 0.3f * static_cast<float>(h * t) - 1.0f;
+    }
+  }
+  const std::vector<float> a_log = {0.1f, -0.5f, 1.2f, 0.0f}, dt_bias = {1.0f, 0.2f, 2.0f, -1.0f};
+  std::vector<float> g(rows * heads), beta(rows * heads), g_ab(g.size()), beta_ab(g.size());
+  ASSERT_TRUE(GatedDeltaNetGates(Context{}, a.data(), b.data(), heads, rows, heads, a_log.data(),
+                                 dt_bias.data(), g.data(), beta.data())
+                  .ok());
+  ASSERT_TRUE(GatedDeltaNetGates(Context{}, ab.data(), ab.data() + heads, 2 * heads, rows, heads,
+                                 a_log.data(), dt_bias.data(), g_ab.data(), beta_ab.data())
+                  .ok());
+  EXPECT_EQ(g_ab, g);
+  EXPECT_EQ(beta_ab, beta);
 }
 
 // Direct double-precision recurrence with explicit GQA repeat, written from the HF formulas.
@@ -210,8 +233,10 @@ TEST(GatedDeltaNetOpsTest, RejectBadShapes) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(GatedRmsNorm(Context{}, &x, &x, 1, 0, &x, 1e-6f, &x).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(GatedDeltaNetGates(Context{}, &x, &x, -1, 1, &x, &x, &x, &x).code(),
+  EXPECT_EQ(GatedDeltaNetGates(Context{}, &x, &x, 1, -1, 1, &x, &x, &x, &x).code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(GatedDeltaNetGates(Context{}, &x, &x, 2, 1, 3, &x, &x, &x, &x).code(),
+            absl::StatusCode::kInvalidArgument);  // a and b rows narrower than v_heads.
 }
 
 }  // namespace

@@ -244,11 +244,11 @@ absl::Status ProfilingBackend::CausalConv1d(const float* x, int64_t rows, int64_
     return inner_.CausalConv1d(x, rows, channels, weight, kernel, conv_state, y);
   });
 }
-absl::Status ProfilingBackend::GatedDeltaNetGates(const float* a, const float* b, int64_t rows,
-                                                  int64_t v_heads, const float* a_log,
+absl::Status ProfilingBackend::GatedDeltaNetGates(const float* a, const float* b, int64_t ab_stride,
+                                                  int64_t rows, int64_t v_heads, const float* a_log,
                                                   const float* dt_bias, float* g, float* beta) {
   return Timed("GatedDeltaNetGates", true, [&] {
-    return inner_.GatedDeltaNetGates(a, b, rows, v_heads, a_log, dt_bias, g, beta);
+    return inner_.GatedDeltaNetGates(a, b, ab_stride, rows, v_heads, a_log, dt_bias, g, beta);
   });
 }
 absl::Status ProfilingBackend::GatedDeltaNet(const float* qkv, const float* g, const float* beta,
