@@ -4,6 +4,7 @@
 #include "kernels/cuda/add_kernel.cuh"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda {
 
@@ -14,7 +15,8 @@ absl::Status Add(const Context& ctx, const float* a, const float* b, int64_t n, 
   if (a == nullptr || b == nullptr || out == nullptr) {
     return absl::InvalidArgumentError("Add: a, b and out must not be null");
   }
-  ak::AddKernel<<<GridStrideBlocks(n, ak::kThreads), ak::kThreads, 0, ctx.stream>>>(a, b, n, out);
+  LaunchPdl(&ak::AddKernel, GridStrideBlocks(n, ak::kThreads), ak::kThreads, 0, ctx.stream, a, b, n,
+            out);
   return LaunchStatus("Add launch");
 }
 

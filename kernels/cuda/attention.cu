@@ -8,6 +8,7 @@
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/attention_kernel.cuh"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda {
 namespace {
@@ -80,13 +81,13 @@ template <int kDpl, typename T>
 absl::Status LaunchRows(const ak::Params& p, int rows, int kv_heads, bool per_chunk,
                         cudaStream_t stream) {
   if (!per_chunk) {
-    ak::FusedKernel<kDpl, T><<<dim3(rows, kv_heads), ak::kThreads, 0, stream>>>(p);
+    LaunchPdl(&ak::FusedKernel<kDpl, T>, dim3(rows, kv_heads), ak::kThreads, 0, stream, p);
     return LaunchStatus("Attention launch");
   }
-  ak::ChunkKernel<kDpl, T>
-      <<<dim3(static_cast<unsigned>(p.chunks), rows, kv_heads), ak::kThreads, 0, stream>>>(p);
+  LaunchPdl(&ak::ChunkKernel<kDpl, T>, dim3(static_cast<unsigned>(p.chunks), rows, kv_heads),
+            ak::kThreads, 0, stream, p);
   ABSL_RETURN_IF_ERROR(LaunchStatus("Attention chunk launch"));
-  ak::MergeKernel<<<dim3(rows, p.num_heads), p.head_dim, 0, stream>>>(p);
+  LaunchPdl(&ak::MergeKernel, dim3(rows, p.num_heads), p.head_dim, 0, stream, p);
   return LaunchStatus("Attention merge launch");
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/host_array.cuh"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace twinspan::cuda::attention_kernel {
@@ -206,6 +207,7 @@ __device__ __forceinline__ void ChunkPartial(const Params& p, Shared& s, int kv_
 // Grid (rows, kv_heads): the block walks its row's chunks and merges them as it goes.
 template <int kDpl, typename T>
 __global__ void __launch_bounds__(kThreads) FusedKernel(const Params p) {
+  StartDependent();
   __shared__ Shared s;
   const int row = blockIdx.x, kv_head = blockIdx.y;
   const int G = p.group, gd = p.group * p.head_dim;
@@ -245,6 +247,7 @@ __global__ void __launch_bounds__(kThreads) FusedKernel(const Params p) {
 // Grid (chunks, rows, kv_heads): one chunk of one row's keys; writes its partials.
 template <int kDpl, typename T>
 __global__ void __launch_bounds__(kThreads) ChunkKernel(const Params p) {
+  StartDependent();
   __shared__ Shared s;
   const int64_t chunk = blockIdx.x;
   const int row = blockIdx.y, kv_head = blockIdx.z;
@@ -269,6 +272,7 @@ __global__ void __launch_bounds__(kThreads) ChunkKernel(const Params p) {
 
 // Grid (rows, num_heads), head_dim threads: merges a row's chunk partials in position order.
 __global__ void __launch_bounds__(kMaxHeadDim) MergeKernel(const Params p) {
+  StartDependent();
   const int row = blockIdx.x, head = blockIdx.y, d = threadIdx.x;
   int64_t lo, hi;
   VisibleKeys(p, p.positions.v[row], &lo, &hi);

@@ -4,6 +4,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/causal_conv1d_keep.cuh"
 #include "kernels/cuda/causal_conv1d_kernel.cuh"
+#include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda {
 namespace {
@@ -62,9 +63,9 @@ absl::Status CausalConv1dKeep(const Context& ctx, const CausalConv1dWindow& wind
   const dim3 grid(static_cast<unsigned>((channels + ck::kThreads - 1) / ck::kThreads),
                   static_cast<unsigned>(runs));
   if (kernel == 4) {
-    ck::CausalConv1dKernel<4><<<grid, ck::kThreads, 0, ctx.stream>>>(p);
+    LaunchPdl(&ck::CausalConv1dKernel<4>, grid, ck::kThreads, 0, ctx.stream, p);
   } else {
-    ck::CausalConv1dKernel<0><<<grid, ck::kThreads, 0, ctx.stream>>>(p);
+    LaunchPdl(&ck::CausalConv1dKernel<0>, grid, ck::kThreads, 0, ctx.stream, p);
   }
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {

@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/pdl.cuh"
+
 namespace twinspan::cuda::causal_conv1d_kernel {
 
 constexpr int kThreads = 128;    // Channels per block.
@@ -38,6 +40,7 @@ __device__ inline float Silu(float s) { return __fdiv_rn(s, __fadd_rn(1.0f, expf
 // kKernel > 0 fixes the kernel width at compile time (4 for Qwen3.5); 0 reads it from p.
 template <int kKernel>
 __global__ void __launch_bounds__(kThreads) CausalConv1dKernel(Params p) {
+  StartDependent();
   const int kernel = kKernel > 0 ? kKernel : p.kernel;
   const int64_t history = kernel - 1;
   const int64_t c = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;

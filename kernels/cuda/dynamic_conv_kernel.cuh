@@ -9,12 +9,14 @@
 #include <cstdint>
 
 #include "kernels/cuda/dynamic_conv_launch.h"
+#include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda::dynamic_conv_kernel {
 
 constexpr int kThreads = 256;
 
 __global__ void __launch_bounds__(kThreads) DynamicConvKernel(Args a) {
+  StartDependent();
   const int64_t n = a.rows * a.channels, groups = a.channels / a.group_size;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; idx < n;

@@ -3,6 +3,7 @@
 #define TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_LAUNCH_IMPL_CUH_
 
 #include "kernels/cuda/exl3_linear_launch.cuh"
+#include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda::exl3_kernel {
 
@@ -15,19 +16,10 @@ cudaError_t LaunchDependent(Kernel kernel, int blocks, int threads, int smem, cu
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (e != cudaSuccess) return e;
   }
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(static_cast<unsigned>(blocks));
-  config.blockDim = dim3(static_cast<unsigned>(threads));
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  cudaLaunchAttribute attr;
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  const cudaError_t e = cudaLaunchKernelEx(&config, kernel, args...);
-  if (e != cudaSuccess) cudaGetLastError();  // Clear it so the next launch reports its own error.
-  return e;
+  LaunchMaybeEarly(PdlScopeFromEnv() != PdlScope::kNone, kernel,
+                   dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(threads)),
+                   static_cast<size_t>(smem), stream, args...);
+  return cudaGetLastError();  // Cleared, so the next launch reports its own error.
 }
 
 template <Cb CB, int K>

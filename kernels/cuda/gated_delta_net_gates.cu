@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/gated_delta_net_gates.cuh"
 #include "kernels/cuda/gated_delta_net_gates_kernel.cuh"
+#include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda {
 
@@ -24,8 +25,8 @@ absl::Status GatedDeltaNetGates(const Context& ctx, const float* a, const float*
   namespace gk = gdn_gates_kernel;
   const int64_t n = rows * v_heads;
   const int64_t blocks = std::min<int64_t>((n + gk::kThreads - 1) / gk::kThreads, 1 << 16);
-  gk::GatesKernel<<<static_cast<unsigned>(blocks), gk::kThreads, 0, ctx.stream>>>(
-      a, b, ab_stride, n, static_cast<int>(v_heads), a_log, dt_bias, g, beta);
+  LaunchPdl(&gk::GatesKernel, static_cast<unsigned>(blocks), gk::kThreads, 0, ctx.stream, a, b,
+            ab_stride, n, static_cast<int>(v_heads), a_log, dt_bias, g, beta);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {
     return absl::InternalError(

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/pdl.cuh"
+
 namespace twinspan::cuda::gdn_gates_kernel {
 
 constexpr int kThreads = 256;
@@ -16,6 +18,7 @@ __device__ inline float Softplus(float x) { return x > 20.0f ? x : log1pf(expf(x
 __global__ void __launch_bounds__(kThreads)
     GatesKernel(const float* a, const float* b, int64_t ab_stride, int64_t n, int v_heads,
                 const float* a_log, const float* dt_bias, float* g, float* beta) {
+  StartDependent();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
     const int h = static_cast<int>(i % v_heads);

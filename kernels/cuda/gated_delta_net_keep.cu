@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "kernels/cuda/gated_delta_net_keep.cuh"
 #include "kernels/cuda/gated_delta_net_kernel.cuh"
+#include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda {
 namespace {
@@ -83,12 +84,12 @@ absl::Status GatedDeltaNetKeep(const Context& ctx, const GatedDeltaNetWindow& w,
   const dim3 grid(static_cast<unsigned>((dims.v_dim + gk::kBlockColumns - 1) / gk::kBlockColumns),
                   static_cast<unsigned>(dims.v_heads));
   if (registers && dims.k_dim == 128) {
-    gk::RegisterKernel<128><<<grid, gk::kRegisterThreads, 0, ctx.stream>>>(p);
+    LaunchPdl(&gk::RegisterKernel<128>, grid, gk::kRegisterThreads, 0, ctx.stream, p);
   } else if (registers) {
-    gk::RegisterKernel<64><<<grid, gk::kRegisterThreads, 0, ctx.stream>>>(p);
+    LaunchPdl(&gk::RegisterKernel<64>, grid, gk::kRegisterThreads, 0, ctx.stream, p);
   } else {
     const size_t smem = static_cast<size_t>(dims.k_dim) * gk::kBlockColumns * sizeof(float);
-    gk::ColumnKernel<<<grid, gk::kBlockColumns, smem, ctx.stream>>>(p);
+    LaunchPdl(&gk::ColumnKernel, grid, gk::kBlockColumns, smem, ctx.stream, p);
   }
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {

@@ -26,6 +26,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/pdl.cuh"
+
 namespace twinspan::cuda::gdn_kernel {
 
 constexpr int kParts = 16;  // Lanes that split k_dim in RegisterKernel.
@@ -99,6 +101,7 @@ __device__ inline void StoreState(float* state, int64_t base, int v_dim, bool ac
 
 template <int kKDim>
 __global__ void __launch_bounds__(kRegisterThreads) RegisterKernel(RecurrentParams p) {
+  StartDependent();
   constexpr int kRows = kKDim / kParts;
   const int part = threadIdx.x & (kParts - 1);
   const int h = blockIdx.y;
@@ -192,6 +195,7 @@ __global__ void __launch_bounds__(kRegisterThreads) RegisterKernel(RecurrentPara
 
 // One warp a block, one thread a state column; the column lives in shared memory.
 __global__ void __launch_bounds__(32) ColumnKernel(RecurrentParams p) {
+  StartDependent();
   extern __shared__ float tile[];  // [k_dim][32]
   const int lane = threadIdx.x;
   const int h = blockIdx.y;

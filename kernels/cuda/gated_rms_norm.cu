@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/gated_rms_norm.cuh"
 #include "kernels/cuda/gated_rms_norm_kernel.cuh"
+#include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda {
 
@@ -25,8 +26,8 @@ absl::Status GatedRmsNorm(const Context& ctx, const float* x, const float* gate,
     return absl::InvalidArgumentError(
         absl::StrFormat("GatedRmsNorm: %d groups exceed the grid", groups));
   }
-  nk::GatedRmsNormKernel<<<static_cast<unsigned>(blocks), nk::kWarps * 32, 0, ctx.stream>>>(
-      x, gate, groups, static_cast<int>(dim), weight, eps, y);
+  LaunchPdl(&nk::GatedRmsNormKernel, static_cast<unsigned>(blocks), nk::kWarps * 32, 0, ctx.stream,
+            x, gate, groups, static_cast<int>(dim), weight, eps, y);
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {
     return absl::InternalError(

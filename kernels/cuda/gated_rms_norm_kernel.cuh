@@ -16,7 +16,7 @@ constexpr int kWarps = 8;  // Groups per block.
 __global__ void __launch_bounds__(kWarps * 32)
     GatedRmsNormKernel(const float* x, const float* gate, int64_t groups, int dim,
                        const float* weight, float eps, float* y) {
-  AllowNextGrid();  // An EXL3 linear next may start streaming its weights.
+  StartDependent();
   const int lane = threadIdx.x & 31;
   const int64_t group = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
   if (group >= groups) return;  // Whole warps leave together: the shuffles below stay full.

@@ -6,6 +6,7 @@
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/kv_cache.cuh"
 #include "kernels/cuda/kv_cache_kernel.cuh"
+#include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda {
 namespace {
@@ -72,7 +73,7 @@ absl::Status KvCache::Write(const Context& ctx, const int64_t* positions, int64_
     p.rows = static_cast<int>(n);
     p.k = k + r0 * k_stride;
     p.v = v + r0 * v_stride;
-    kk::WriteKernel<<<static_cast<unsigned>(n), kk::kThreads, 0, ctx.stream>>>(p);
+    LaunchPdl(&kk::WriteKernel, static_cast<unsigned>(n), kk::kThreads, 0, ctx.stream, p);
     ABSL_RETURN_IF_ERROR(LaunchStatus("KvCache::Write launch"));
   }
   return absl::OkStatus();

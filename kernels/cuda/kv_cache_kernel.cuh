@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/host_array.cuh"
+#include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda::kv_cache_kernel {
 
@@ -34,6 +35,7 @@ __device__ __forceinline__ uint16_t ToBFloat16(float f) {
 }
 
 __global__ void __launch_bounds__(kThreads) WriteKernel(const Params p) {
+  StartDependent();
   const int r = blockIdx.x;
   for (int later = r + 1; later < p.rows; ++later) {  // A repeated position keeps the last row.
     if (p.positions.v[later] == p.positions.v[r]) return;

@@ -7,6 +7,7 @@
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/linear.cuh"
 #include "kernels/cuda/linear_kernel.cuh"
+#include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda {
 namespace {
@@ -19,14 +20,15 @@ bool Split(const lk::Params& p) { return p.n < lk::kSplitBelowColumns; }
 template <typename Weight, int kRows, bool kVector>
 void LaunchSplit(const lk::Params& p, cudaStream_t stream) {
   const int64_t blocks = (p.n + lk::kSplitCols - 1) / lk::kSplitCols;
-  lk::SplitKernel<Weight, kRows, kVector>
-      <<<static_cast<unsigned>(blocks), lk::kSplitThreads, 0, stream>>>(p);
+  LaunchPdl(&lk::SplitKernel<Weight, kRows, kVector>, static_cast<unsigned>(blocks),
+            lk::kSplitThreads, 0, stream, p);
 }
 
 template <typename Weight, int kRows, bool kVector>
 void LaunchOne(const lk::Params& p, cudaStream_t stream) {
   if (Split(p)) return LaunchSplit<Weight, kRows, kVector>(p, stream);
   const int64_t blocks = (p.n + lk::kWarps * lk::kCols - 1) / (lk::kWarps * lk::kCols);
+  // Plain launch: launched early, the draft's kernels cost it ~0.1 ms on the H200 (docs/perf.md).
   lk::DenseLinearKernel<Weight, kRows, kVector>
       <<<static_cast<unsigned>(blocks), lk::kThreads, 0, stream>>>(p);
 }

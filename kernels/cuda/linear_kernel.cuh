@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/reduce.cuh"
 
 namespace twinspan::cuda::linear_kernel {
@@ -128,6 +129,7 @@ __device__ __forceinline__ void Accumulate(const Params& p, int64_t col0, int64_
 
 template <typename Weight, int kRows, bool kVector>
 __global__ void __launch_bounds__(kThreads) DenseLinearKernel(const Params p) {
+  StartDependent();
   const int lane = threadIdx.x % 32;
   const int64_t col0 = (static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32) * kCols;
   if (col0 >= p.n) return;
@@ -150,6 +152,7 @@ __global__ void __launch_bounds__(kThreads) DenseLinearKernel(const Params p) {
 // One block per kSplitCols columns; its warps split k (see the file comment).
 template <typename Weight, int kRows, bool kVector>
 __global__ void __launch_bounds__(kSplitThreads) SplitKernel(const Params p) {
+  StartDependent();
   constexpr int kCols = kSplitCols;
   __shared__ float partial[kSplitWarps][kRows][kCols];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;

@@ -4,6 +4,7 @@
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/mul_sigmoid.cuh"
 #include "kernels/cuda/mul_sigmoid_kernel.cuh"
+#include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda {
 
@@ -20,8 +21,8 @@ absl::Status MulSigmoid(const Context& ctx, float* x, int64_t x_stride, const fl
     return absl::InvalidArgumentError("MulSigmoid: x and gate must not be null");
   }
   const mk::MulSigmoidParams p{x, x_stride, gate, gate_stride, rows, dim};
-  mk::MulSigmoidKernel<<<GridStrideBlocks(rows * dim, mk::kThreads), mk::kThreads, 0, ctx.stream>>>(
-      p);
+  LaunchPdl(&mk::MulSigmoidKernel, GridStrideBlocks(rows * dim, mk::kThreads), mk::kThreads, 0,
+            ctx.stream, p);
   return LaunchStatus("MulSigmoid launch");
 }
 

@@ -1,10 +1,18 @@
-// Programmatic dependent launch (sm_90+; a no-op before). A grid launched with programmatic stream
-// serialization (the EXL3 linear) may start once every block of the grid before it has called
-// AllowNextGrid, and must call WaitForPriorGrids before it reads what that grid writes. The ops
-// that feed an EXL3 linear allow it at their start, so its blocks stream their first weights while
-// the op finishes.
+// Programmatic dependent launch (sm_90+; a no-op before). A grid launched by LaunchPdl may be
+// scheduled once every block of the grid before it has called AllowNextGrid (or exited), and must
+// call WaitForPriorGrids before it touches memory another grid writes. The forward's kernels start
+// with StartDependent, so each one's launch and block scheduling overlap the previous kernel (the
+// verify's ~1,300 launches: 0.75 ms of a 1-row verify on the H200); the EXL3 linear waits only
+// after it has started streaming its weights.
 #ifndef TWINSPAN_KERNELS_CUDA_PDL_CUH_
 #define TWINSPAN_KERNELS_CUDA_PDL_CUH_
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <string_view>
+#include <utility>
 
 namespace twinspan::cuda {
 
@@ -18,6 +26,51 @@ __device__ __forceinline__ void AllowNextGrid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;\n" :::);
 #endif
+}
+
+// The first statement of a kernel launched by LaunchPdl: the next grid may be scheduled, and this
+// one waits for the previous grid's writes. Every grid waits, so each also follows the ones before.
+__device__ __forceinline__ void StartDependent() {
+  AllowNextGrid();
+  WaitForPriorGrids();
+}
+
+// Which launches may start early: TWINSPAN_CUDA_PDL=all (the default), exl3 (the EXL3 linear
+// only) or none, for timing one binary both ways; read once.
+enum class PdlScope { kAll, kExl3, kNone };
+inline PdlScope PdlScopeFromEnv() {
+  static const PdlScope scope = [] {
+    const char* v = std::getenv("TWINSPAN_CUDA_PDL");
+    const std::string_view s = v == nullptr ? "all" : v;
+    return s == "none" ? PdlScope::kNone : s == "exl3" ? PdlScope::kExl3 : PdlScope::kAll;
+  }();
+  return scope;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...), allowed to start while the stream's previous
+// kernel runs if `early`; launch errors show in cudaGetLastError, as for <<<>>>.
+template <typename... Params, typename... Args>
+void LaunchMaybeEarly(bool early, void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                      cudaStream_t stream, Args&&... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attr;
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attr;
+  config.numAttrs = early ? 1 : 0;
+  cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+// A kernel that starts with StartDependent.
+template <typename... Params, typename... Args>
+void LaunchPdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+               Args&&... args) {
+  LaunchMaybeEarly(PdlScopeFromEnv() == PdlScope::kAll, kernel, grid, block, smem, stream,
+                   std::forward<Args>(args)...);
 }
 
 }  // namespace twinspan::cuda

@@ -21,6 +21,7 @@ bool Misaligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0
 
 template <int R, int C>
 cudaError_t Launch(const qk::Params& p, dim3 grid, cudaStream_t stream) {
+  // Plain launch: launched early, the draft's kernels cost it ~0.1 ms on the H200 (docs/perf.md).
   qk::Q4LinearKernel<R, C><<<grid, qk::kThreads, qk::SmemBytes(R), stream>>>(p);
   return cudaGetLastError();
 }

@@ -26,6 +26,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/pdl.cuh"
+
 namespace twinspan::cuda::q4_kernel {
 
 inline constexpr int kWarps = 8;
@@ -57,6 +59,7 @@ constexpr int SmemBytes(int r) { return r * 32 * kLaneStride * static_cast<int>(
 
 template <int R, int C>
 __global__ void __launch_bounds__(kThreads) Q4LinearKernel(Params p) {
+  StartDependent();
   extern __shared__ float4 smem[];
   float* xs = reinterpret_cast<float*>(smem);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;

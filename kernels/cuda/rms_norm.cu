@@ -1,6 +1,7 @@
 // Host side of RMSNorm: validation and the launch of the path (and register tile) dim selects.
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/rms_norm.cuh"
 #include "kernels/cuda/rms_norm_kernel.cuh"
 
@@ -25,18 +26,18 @@ absl::Status RmsNorm(const Context& ctx, const float* x, int64_t x_stride, int64
     const unsigned blocks =
         static_cast<unsigned>((rows + rk::kRowsPerWarpBlock - 1) / rk::kRowsPerWarpBlock);
     if (dim <= 32 * 8) {
-      rk::WarpRowKernel<8><<<blocks, rk::kBlockThreads, 0, ctx.stream>>>(p);
+      LaunchPdl(&rk::WarpRowKernel<8>, blocks, rk::kBlockThreads, 0, ctx.stream, p);
     } else {
-      rk::WarpRowKernel<32><<<blocks, rk::kBlockThreads, 0, ctx.stream>>>(p);
+      LaunchPdl(&rk::WarpRowKernel<32>, blocks, rk::kBlockThreads, 0, ctx.stream, p);
     }
   } else if (dim <= rk::kBlockThreads * 8) {
-    rk::CachedBlockRowKernel<8><<<row_blocks, rk::kBlockThreads, 0, ctx.stream>>>(p);
+    LaunchPdl(&rk::CachedBlockRowKernel<8>, row_blocks, rk::kBlockThreads, 0, ctx.stream, p);
   } else if (dim <= rk::kBlockThreads * 16) {
-    rk::CachedBlockRowKernel<16><<<row_blocks, rk::kBlockThreads, 0, ctx.stream>>>(p);
+    LaunchPdl(&rk::CachedBlockRowKernel<16>, row_blocks, rk::kBlockThreads, 0, ctx.stream, p);
   } else if (dim <= rk::kMaxCachedDim) {
-    rk::CachedBlockRowKernel<32><<<row_blocks, rk::kBlockThreads, 0, ctx.stream>>>(p);
+    LaunchPdl(&rk::CachedBlockRowKernel<32>, row_blocks, rk::kBlockThreads, 0, ctx.stream, p);
   } else {
-    rk::BlockRowKernel<<<row_blocks, rk::kBlockThreads, 0, ctx.stream>>>(p);
+    LaunchPdl(&rk::BlockRowKernel, row_blocks, rk::kBlockThreads, 0, ctx.stream, p);
   }
   return LaunchStatus("RmsNorm launch");
 }

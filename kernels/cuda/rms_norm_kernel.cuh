@@ -62,7 +62,7 @@ __device__ __forceinline__ float BlockInvRms(float sum, const Params& p) {
 // passes, and all its loads are issued before the first use.
 template <int kPer>
 __global__ void __launch_bounds__(kBlockThreads) WarpRowKernel(const Params p) {
-  AllowNextGrid();  // An EXL3 linear next may start streaming its weights.
+  StartDependent();
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerWarpBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= p.rows) return;
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kBlockThreads) WarpRowKernel(const Params p) {
 // One block per row, dim <= 256 * kPer: as WarpRowKernel, with thread stride 256.
 template <int kPer>
 __global__ void __launch_bounds__(kBlockThreads) CachedBlockRowKernel(const Params p) {
-  AllowNextGrid();  // An EXL3 linear next may start streaming its weights.
+  StartDependent();
   const int64_t row = blockIdx.x;
   const int t = threadIdx.x;
   const float* x = p.x + row * p.x_stride;
@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kBlockThreads) CachedBlockRowKernel(const Para
 
 // One block per row, any dim.
 __global__ void __launch_bounds__(kBlockThreads) BlockRowKernel(const Params p) {
-  AllowNextGrid();  // An EXL3 linear next may start streaming its weights.
+  StartDependent();
   const int64_t row = blockIdx.x;
   const float* x = p.x + row * p.x_stride;
   float* y = p.y + row * p.y_stride;

@@ -2,6 +2,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/rope.cuh"
 #include "kernels/cuda/rope_kernel.cuh"
 
@@ -21,8 +22,8 @@ absl::Status Rope(const Context& ctx, float* x, int64_t x_stride, int64_t rows, 
     return absl::InvalidArgumentError("Rope: x, cos and sin must not be null");
   }
   const rk::Params p{x, x_stride, rows, heads, head_dim, rot_dim / 2, cos, sin};
-  rk::RopeKernel<<<GridStrideBlocks(rows * heads * (rot_dim / 2), rk::kThreads), rk::kThreads, 0,
-                   ctx.stream>>>(p);
+  LaunchPdl(&rk::RopeKernel, GridStrideBlocks(rows * heads * (rot_dim / 2), rk::kThreads),
+            rk::kThreads, 0, ctx.stream, p);
   return LaunchStatus("Rope launch");
 }
 

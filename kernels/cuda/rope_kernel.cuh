@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/pdl.cuh"
+
 namespace twinspan::cuda::rope_kernel {
 
 constexpr int kThreads = 256;
@@ -20,6 +22,7 @@ struct Params {
 };
 
 __global__ void __launch_bounds__(kThreads) RopeKernel(const Params p) {
+  StartDependent();
   const int64_t total = p.rows * p.heads * p.half;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < total;
        t += static_cast<int64_t>(gridDim.x) * kThreads) {

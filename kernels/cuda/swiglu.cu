@@ -2,6 +2,7 @@
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/swiglu.cuh"
 #include "kernels/cuda/swiglu_kernel.cuh"
 
@@ -19,7 +20,8 @@ absl::Status SwiGlu(const Context& ctx, const float* gate, const float* up, int6
     return absl::InvalidArgumentError("SwiGlu: gate, up and out must not be null");
   }
   const sk::SwiGluParams p{gate, up, in_stride, rows, dim, out, out_stride};
-  sk::SwiGluKernel<<<GridStrideBlocks(rows * dim, sk::kThreads), sk::kThreads, 0, ctx.stream>>>(p);
+  LaunchPdl(&sk::SwiGluKernel, GridStrideBlocks(rows * dim, sk::kThreads), sk::kThreads, 0,
+            ctx.stream, p);
   return LaunchStatus("SwiGlu launch");
 }
 

@@ -22,7 +22,7 @@ struct SwiGluParams {
 };
 
 __global__ void __launch_bounds__(kThreads) SwiGluKernel(const SwiGluParams p) {
-  AllowNextGrid();  // An EXL3 linear next may start streaming its weights.
+  StartDependent();
   const int64_t total = p.rows * p.dim;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < total;
        t += static_cast<int64_t>(gridDim.x) * kThreads) {

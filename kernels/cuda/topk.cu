@@ -32,6 +32,7 @@ absl::Status TopK(const Context& ctx, const float* logits, int64_t logits_stride
     part.values += r0 * k;
     part.indices += r0 * k;
     const int64_t n = std::min<int64_t>(rows - r0, 0x7fffffff);
+    // Plain launch: launched early, the draft's kernels cost it ~0.1 ms on the H200 (docs/perf.md).
     tk::TopKKernel<<<static_cast<unsigned>(n), tk::kThreads, 0, ctx.stream>>>(part);
     ABSL_RETURN_IF_ERROR(LaunchStatus("TopK launch"));
   }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/pdl.cuh"
 #include "kernels/cuda/reduce.cuh"
 #include "kernels/cuda/select_kernel.cuh"
 
@@ -90,6 +91,7 @@ __device__ __forceinline__ void Top1(const Params& p, const float* row, float* v
 }
 
 __global__ void __launch_bounds__(kThreads) TopKKernel(const Params p) {
+  StartDependent();
   namespace sk = select_kernel;
   __shared__ sk::SelectShared s;
   __shared__ uint64_t keys[kMaxK];
