@@ -28,8 +28,9 @@ __device__ __forceinline__ void AllowNextGrid() {
 #endif
 }
 
-// The first statement of a kernel launched by LaunchPdl: the next grid may be scheduled, and this
-// one waits for the previous grid's writes. Every grid waits, so each also follows the ones before.
+// The first statement of every forward kernel: the next grid may be scheduled, and this one waits
+// for the previous grid's writes (at once after a plain launch). Every grid waits, so each also
+// follows the ones before.
 __device__ __forceinline__ void StartDependent() {
   AllowNextGrid();
   WaitForPriorGrids();
