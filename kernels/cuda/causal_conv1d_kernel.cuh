@@ -52,32 +52,34 @@ __global__ void __launch_bounds__(kThreads) CausalConv1dKernel(Params p) {
   };
   const int64_t t0 = static_cast<int64_t>(blockIdx.y) * p.rows_per_run;
   const int64_t t1 = t0 + p.rows_per_run < p.rows ? t0 + p.rows_per_run : p.rows;
-  if constexpr (kKernel > 0) {
-    // The run's inputs are loaded together first (one dependent L2 load a row made a 16-row run
-    // ~10 us); past the run's end they repeat its last input and feed nothing.
-    constexpr int kWindow = kRowsPerRun + kKernel - 1;
-    float wj[kKernel];
+  if (p.y != nullptr) {  // Else a replay: only the state below.
+    if constexpr (kKernel > 0) {
+      // The run's inputs are loaded together first (one dependent L2 load a row made a 16-row run
+      // ~10 us); past the run's end they repeat its last input and feed nothing.
+      constexpr int kWindow = kRowsPerRun + kKernel - 1;
+      float wj[kKernel];
 #pragma unroll
-    for (int j = 0; j < kKernel; ++j) wj[j] = w[j];
-    for (int64_t ta = t0; p.y != nullptr && ta < t1; ta += kRowsPerRun) {
-      float uw[kWindow];
+      for (int j = 0; j < kKernel; ++j) wj[j] = w[j];
+      for (int64_t ta = t0; ta < t1; ta += kRowsPerRun) {
+        float uw[kWindow];
 #pragma unroll
-      for (int i = 0; i < kWindow; ++i)
-        uw[i] = u(ta + i < t1 + history ? ta + i : t1 + history - 1);
+        for (int i = 0; i < kWindow; ++i)
+          uw[i] = u(ta + i < t1 + history ? ta + i : t1 + history - 1);
 #pragma unroll
-      for (int r = 0; r < kRowsPerRun; ++r) {
-        if (ta + r >= t1) break;
-        float sum = 0.0f;
+        for (int r = 0; r < kRowsPerRun; ++r) {
+          if (ta + r >= t1) break;
+          float sum = 0.0f;
 #pragma unroll
-        for (int j = 0; j < kKernel; ++j) sum = __fadd_rn(sum, __fmul_rn(wj[j], uw[r + j]));
-        p.y[(ta + r) * p.channels + c] = Silu(sum);
+          for (int j = 0; j < kKernel; ++j) sum = __fadd_rn(sum, __fmul_rn(wj[j], uw[r + j]));
+          p.y[(ta + r) * p.channels + c] = Silu(sum);
+        }
       }
-    }
-  } else if (p.y != nullptr) {
-    for (int64_t t = t0; t < t1; ++t) {
-      float sum = 0.0f;
-      for (int j = 0; j < kernel; ++j) sum = __fadd_rn(sum, __fmul_rn(w[j], u(t + j)));
-      p.y[t * p.channels + c] = Silu(sum);
+    } else {
+      for (int64_t t = t0; t < t1; ++t) {
+        float sum = 0.0f;
+        for (int j = 0; j < kernel; ++j) sum = __fadd_rn(sum, __fmul_rn(w[j], u(t + j)));
+        p.y[t * p.channels + c] = Silu(sum);
+      }
     }
   }
   // New state[j] = u[keep + j]; ascending j reads index keep + j >= j before it is overwritten.
