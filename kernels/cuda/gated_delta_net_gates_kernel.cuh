@@ -24,7 +24,7 @@ __global__ void __launch_bounds__(kThreads)
     const int h = static_cast<int>(i % v_heads);
     const int64_t j = i / v_heads * ab_stride + h;
     const float decay_rate = -expf(a_log[h]);
-    const float bv = b[j];  // Read before writing: g or beta may be the buffer a or b is.
+    const float bv = b[j];  // Read before writing: packed (ab_stride == v_heads), g may be a or b.
     g[i] = __fmul_rn(decay_rate, Softplus(__fadd_rn(a[j], dt_bias[h])));
     beta[i] = __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-bv)));
   }
