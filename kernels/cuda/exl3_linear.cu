@@ -1,6 +1,7 @@
 // Host side of the EXL3 linear: validation, the launch schedule, the workspace layout and the
-// launches (one per 64 rows; a second, rotation kernel first when the rows' B fragments do not
-// fit in shared memory). Device code is in exl3_linear_kernel.cuh.
+// launches (one per 64 rows for all the matrices of one input that fit side by side; a second,
+// rotation kernel first when the rows' B fragments do not fit in shared memory). Device code is in
+// exl3_linear_kernel.cuh.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -14,6 +15,8 @@
 #include "kernels/cuda/exl3_linear_run.cuh"
 
 namespace twinspan::cuda {
+
+static_assert(kMaxExl3Linears == exl3_kernel::kMaxParts, "one launch holds every weight");
 namespace exl3_run {
 namespace {
 
@@ -68,21 +71,40 @@ int ItemTiles(const Shape& s, int ng) {
   return ng == 1 || (ng == 2 && s.sk >= 8 && ek::ItemTilesFitPlan(ng, 4, s.L())) ? 4 : 2;
 }
 
+// Rows of one launch of all the parts: the fewest any of them takes.
+int LaunchRows(const Shape* shapes, int count) {
+  int m = kMaxRowsPerLaunch;
+  for (int i = 0; i < count; ++i) m = std::min(m, shapes[i].launch_rows());
+  return m;
+}
+
+// Each part has its own counters (after the earlier parts' column blocks) and partials, so the
+// parts of a launch never share them.
 struct WorkspaceLayout {
-  size_t counters = 0, xs = 0, z = 0, total = 0;
+  size_t counters = 0, xs = 0, total = 0;
+  size_t z[ek::kMaxParts] = {};
+  int first_counter[ek::kMaxParts] = {};
 };
 
-WorkspaceLayout Layout(const Shape& s, int64_t rows) {
-  const int m = static_cast<int>(std::min<int64_t>(rows, s.launch_rows()));
+WorkspaceLayout Layout(const Shape* shapes, int count, int64_t rows) {
+  const int m = static_cast<int>(std::min<int64_t>(rows, LaunchRows(shapes, count)));
   WorkspaceLayout l;
   l.xs = AlignUp(static_cast<size_t>(kMaxBlocks) * sizeof(int));
   // The rotation kernel's B fragments (more than 16 rows), with one spare k-tile.
   const size_t xs_bytes =
-      m > 16 ? (s.kt() + 1) * ek::XsWordsPerKtile(RowGroups(m)) * sizeof(uint32_t) : 0;
-  l.z = l.xs + AlignUp(xs_bytes);
-  size_t z = s.rounds_z(m);
-  if (s.units_allowed(m)) z = std::max(z, s.units_z(m));
-  l.total = l.z + z * sizeof(float);
+      m > 16 ? (shapes[0].kt() + 1) * ek::XsWordsPerKtile(RowGroups(m)) * sizeof(uint32_t) : 0;
+  size_t at = l.xs + AlignUp(xs_bytes);
+  int counter = 0;
+  for (int i = 0; i < count; ++i) {
+    const Shape& s = shapes[i];
+    size_t z = s.rounds_z(m);
+    if (s.units_allowed(m)) z = std::max(z, s.units_z(m));
+    l.z[i] = at;
+    at += AlignUp(z * sizeof(float));
+    l.first_counter[i] = counter;
+    counter += s.nb;
+  }
+  l.total = at;
   return l;
 }
 
@@ -217,127 +239,222 @@ absl::Status CudaStatus(const char* op, cudaError_t e, const char* what) {
   return absl::InternalError(absl::StrFormat("%s: %s failed: %s", op, what, cudaGetErrorString(e)));
 }
 
+// The parts' shapes; InvalidArgument naming the first part that cannot share the launch kernel
+// (one K, codebook and k for all) or the count of column blocks over the counters.
+absl::Status ShapesOf(const char* op, const Part* parts, int count, Shape* shapes) {
+  if (count < 1 || count > ek::kMaxParts)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %d weights, need 1..%d", op, count, ek::kMaxParts));
+  int64_t blocks = 0;
+  for (int i = 0; i < count; ++i) {
+    ABSL_ASSIGN_OR_RETURN(shapes[i], ShapeOf(op, parts[i].outs, parts[i].count));
+    const Exl3DeviceWeight& w = *parts[i].outs[0].view;
+    const Exl3DeviceWeight& w0 = *parts[0].outs[0].view;
+    if (w.k != w0.k || w.bits != w0.bits || w.codebook != w0.codebook)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: weight %d has k=%d, bits=%d, codebook %d; weight 0 k=%d, bits=%d, codebook %d", op,
+          i, w.k, w.bits, static_cast<int>(w.codebook), w0.k, w0.bits,
+          static_cast<int>(w0.codebook)));
+    blocks += shapes[i].nb;
+  }
+  if (blocks > kMaxBlocks)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %d column blocks of 128 in one launch; at most %d", op, blocks, kMaxBlocks));
+  return absl::OkStatus();
+}
+
+// The cheapest feasible schedule of shape s at m rows and tw-tile items on `sms` SMs.
+Schedule Best(const Shape& s, int m, int tw, int sms, const Context& ctx) {
+  Schedule best;
+  for (int rounds = 0; rounds < 2; ++rounds) {
+    if (!rounds && !s.units_allowed(m)) continue;
+    if (ctx.exl3_schedule != 0 && ctx.exl3_schedule != 1 + rounds) continue;
+    const Schedule c = Plan(s, m, rounds, tw, sms, ctx.exl3_blocks_per_sm,
+                            ctx.exl3_rotation_kernel == 1, ctx.exl3_warps);
+    if (c.feasible && (!best.feasible || c.cost < best.cost)) best = c;
+  }
+  return best;
+}
+
+// Item tiles of shape s at ng row groups: the tuning's where the plan allows it, else ItemTiles.
+int TilesOf(const Shape& s, int ng, const Context& ctx) {
+  return ek::ItemTilesFitPlan(ng, ctx.exl3_item_tiles, s.L()) ? ctx.exl3_item_tiles
+                                                              : ItemTiles(s, ng);
+}
+
+// SMs per part in proportion to its weight bytes (one k and K: its column blocks), at least one.
+std::vector<int> ShareSms(const Shape* shapes, int count, int sms) {
+  std::vector<int> share(count, 1);
+  int64_t total = 0;
+  for (int i = 0; i < count; ++i) total += shapes[i].nb;
+  int used = 0, largest = 0;
+  for (int i = 0; i < count; ++i) {
+    share[i] = std::max<int>(1, static_cast<int>(std::llround(1.0 * sms * shapes[i].nb / total)));
+    used += share[i];
+    if (shapes[i].nb > shapes[largest].nb) largest = i;
+  }
+  share[largest] = std::max(1, share[largest] + sms - used);
+  return share;
+}
+
+// The part's matrix, workspace and schedule in the launch's parameters.
+void FillPart(const Part& part, const Shape& s, const WorkspaceLayout& layout, int index,
+              const Schedule& c, char* ws, ek::LaunchPart& lpart) {
+  ek::LinearParams& p = lpart.p;
+  int64_t first = 0;
+  for (int i = 0; i < part.count; ++i) {
+    const Exl3DeviceWeight& w = *part.outs[i].view;
+    ek::Segment& sg = lpart.seg[i];
+    sg.trellis = w.trellis;
+    sg.svh = w.svh;
+    sg.bias = w.bias;
+    sg.first = static_cast<int>(first);
+    sg.keep_begin = static_cast<int>(part.outs[i].keep_begin);
+    sg.keep_end = static_cast<int>(part.outs[i].keep_end);
+    sg.out_col = part.outs[i].out_col;
+    sg.vector_store = (part.outs[i].out_col - part.outs[i].keep_begin) % 4 == 0 &&
+                      part.y_stride % 4 == 0 && reinterpret_cast<uintptr_t>(part.y) % 16 == 0;
+    first += w.n / 128;
+  }
+  p.segments = part.count;
+  p.suh = part.outs[0].view->suh;
+  p.ldy = part.y_stride;
+  p.z = reinterpret_cast<float*>(ws + layout.z[index]);
+  p.counters = reinterpret_cast<int*>(ws + layout.counters) + layout.first_counter[index];
+  p.k = static_cast<int>(s.k);
+  p.nb = s.nb;
+  p.sk = s.sk;
+  p.wk = s.wk;
+  p.rounds = c.rounds;
+  p.slots = c.rounds ? c.warps / s.wk : c.warps;
+  p.red_offset = c.red_offset;
+  p.list_offset = c.list_offset;
+  p.blocks = c.blocks;
+}
+
 }  // namespace
 
-size_t WorkspaceBytes(const Output* outs, int count, int64_t rows) {
-  auto shape = ShapeOf("Exl3 workspace", outs, count);
-  if (!shape.ok()) return 0;
-  return Layout(*shape, std::max<int64_t>(rows, 1)).total;
+size_t WorkspaceBytes(const Part* parts, int count, int64_t rows) {
+  Shape shapes[ek::kMaxParts];
+  if (!ShapesOf("Exl3 workspace", parts, count, shapes).ok()) return 0;
+  return Layout(shapes, count, std::max<int64_t>(rows, 1)).total;
 }
 
 absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
-                 const Output* outs, int count, float* y, int64_t y_stride) {
-  ABSL_ASSIGN_OR_RETURN(const Shape s, ShapeOf(op, outs, count));
+                 const Part* parts, int count) {
+  Shape shapes[ek::kMaxParts];
+  ABSL_RETURN_IF_ERROR(ShapesOf(op, parts, count, shapes));
   if (rows < 0) return absl::InvalidArgumentError(absl::StrCat(op, ": rows < 0"));
   if (rows == 0) return absl::OkStatus();
-  if (!x || !y)
-    return absl::InvalidArgumentError(absl::StrCat(op, ": x and y must be device pointers"));
-  int64_t out_cols = 0;
-  for (int i = 0; i < count; ++i)
-    out_cols = std::max(out_cols, outs[i].out_col + outs[i].keep_end - outs[i].keep_begin);
-  if (x_stride < s.k || y_stride < out_cols || x_stride % 4 != 0)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: x_stride=%d must be a multiple of 4 and at least k=%d; y_stride=%d at least %d", op,
-        x_stride, s.k, y_stride, out_cols));
+  if (!x) return absl::InvalidArgumentError(absl::StrCat(op, ": x must be a device pointer"));
+  const int64_t k = shapes[0].k;
+  for (int i = 0; i < count; ++i) {
+    int64_t out_cols = 0;
+    for (int j = 0; j < parts[i].count; ++j) {
+      const Output& o = parts[i].outs[j];
+      out_cols = std::max(out_cols, o.out_col + o.keep_end - o.keep_begin);
+    }
+    if (!parts[i].y)
+      return absl::InvalidArgumentError(absl::StrCat(op, ": y must be a device pointer"));
+    if (x_stride < k || parts[i].y_stride < out_cols || x_stride % 4 != 0)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: x_stride=%d must be a multiple of 4 and at least k=%d; y_stride=%d at least %d", op,
+          x_stride, k, parts[i].y_stride, out_cols));
+  }
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0)  // float4 loads of x.
     return absl::InvalidArgumentError(absl::StrCat(op, ": x must be 16-byte aligned"));
-  const WorkspaceLayout layout = Layout(s, rows);
+  const WorkspaceLayout layout = Layout(shapes, count, rows);
   if (!ctx.workspace || ctx.workspace_bytes < layout.total)
     return absl::ResourceExhaustedError(
-        absl::StrFormat("%s: workspace of %d bytes, needs %d for k=%d, %d column blocks, rows=%d",
-                        op, ctx.workspace_bytes, layout.total, s.k, s.nb, rows));
+        absl::StrFormat("%s: workspace of %d bytes, needs %d for k=%d, %d weights, rows=%d", op,
+                        ctx.workspace_bytes, layout.total, k, count, rows));
   int device = 0, sms = 0;
   ABSL_RETURN_IF_ERROR(CudaStatus(op, cudaGetDevice(&device), "cudaGetDevice"));
   ABSL_RETURN_IF_ERROR(CudaStatus(
       op, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "SM count"));
   char* ws = static_cast<char*>(ctx.workspace);
+  const int bits = shapes[0].bits;
+  const int l2_ahead = ctx.exl3_l2_ahead == 0 ? std::max(4, kL2AheadBytes / (128 * bits))
+                                              : std::max(ctx.exl3_l2_ahead, 0);
+  const std::vector<int> share = ShareSms(shapes, count, sms);
 
-  ek::LinearParams p{};
-  int64_t first = 0;
-  for (int i = 0; i < count; ++i) {
-    const Exl3DeviceWeight& w = *outs[i].view;
-    ek::Segment& sg = p.seg[i];
-    sg.trellis = w.trellis;
-    sg.svh = w.svh;
-    sg.bias = w.bias;
-    sg.first = static_cast<int>(first);
-    sg.keep_begin = static_cast<int>(outs[i].keep_begin);
-    sg.keep_end = static_cast<int>(outs[i].keep_end);
-    sg.out_col = outs[i].out_col;
-    sg.vector_store = (outs[i].out_col - outs[i].keep_begin) % 4 == 0 && y_stride % 4 == 0 &&
-                      reinterpret_cast<uintptr_t>(y) % 16 == 0;
-    first += w.n / 128;
-  }
-  p.segments = count;
-  p.suh = outs[0].view->suh;
-  p.ldx = x_stride;
-  p.ldy = y_stride;
-  p.z = reinterpret_cast<float*>(ws + layout.z);
-  p.counters = reinterpret_cast<int*>(ws + layout.counters);
-  p.k = static_cast<int>(s.k);
-  p.nb = s.nb;
-  p.sk = s.sk;
-  p.wk = s.wk;
-
-  const int64_t launch_rows = s.launch_rows();
-  for (int64_t r0 = 0; r0 < rows; r0 += launch_rows) {
-    const int m = static_cast<int>(std::min(rows - r0, launch_rows));
-    Schedule best;
+  // Launches parts [first, first + n) side by side with these schedules (one each).
+  auto launch = [&](int first, int n, const Schedule* c, int64_t r0, int m) -> absl::Status {
     const int ng = RowGroups(m);
-    const int tw = ek::ItemTilesFitPlan(ng, ctx.exl3_item_tiles, s.L()) ? ctx.exl3_item_tiles
-                                                                        : ItemTiles(s, ng);
-    for (int rounds = 0; rounds < 2; ++rounds) {
-      if (!rounds && !s.units_allowed(m)) continue;
-      if (ctx.exl3_schedule != 0 && ctx.exl3_schedule != 1 + rounds) continue;
-      const Schedule c = Plan(s, m, rounds, tw, sms, ctx.exl3_blocks_per_sm,
-                              ctx.exl3_rotation_kernel == 1, ctx.exl3_warps);
-      if (c.feasible && (!best.feasible || c.cost < best.cost)) best = c;
-    }
-    if (!best.feasible)
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "%s: the %d k-tiles of a plan group (k=%d, plan (%d, %d)) do not fit in shared memory "
-          "at %d rows",
-          op, s.L(), s.k, s.sk, s.wk, m));
-    p.x = x + r0 * x_stride;
-    p.y = y + r0 * y_stride;
-    p.m = m;
-    p.rounds = best.rounds;
-    p.l2_ahead = ctx.exl3_l2_ahead == 0 ? std::max(4, kL2AheadBytes / (128 * s.bits))
-                                        : std::max(ctx.exl3_l2_ahead, 0);
-    p.red_offset = best.red_offset;
-    p.list_offset = best.list_offset;
+    ek::LaunchParams lp{};
     ek::LaunchShape shape;
     shape.ng = ng;
-    shape.tw = best.tw;
-    shape.blocks = best.blocks;
-    shape.warps = best.warps;
-    shape.smem_bytes = best.smem_bytes;
-    p.xs_global = nullptr;
-    if (!best.shared_xs) {
+    shape.tw = c[0].tw;
+    for (int i = 0; i < n; ++i) {
+      FillPart(parts[first + i], shapes[first + i], layout, first + i, c[i], ws, lp.part[i]);
+      ek::LinearParams& p = lp.part[i].p;
+      p.x = x + r0 * x_stride;
+      p.ldx = x_stride;
+      p.y = parts[first + i].y + r0 * parts[first + i].y_stride;
+      p.m = m;
+      p.l2_ahead = l2_ahead;
+      p.first_block = shape.blocks;
+      shape.blocks += c[i].blocks;
+      shape.warps = std::max(shape.warps, c[i].warps);
+      shape.smem_bytes = std::max(shape.smem_bytes, c[i].smem_bytes);
+    }
+    lp.parts = n;
+    ek::LinearParams& p0 = lp.part[0].p;
+    if (!c[0].shared_xs) {  // n == 1: parts share a launch only with their fragments in shared.
       uint32_t* xs = reinterpret_cast<uint32_t*>(ws + layout.xs);
-      const int warps = 8 * shape.ng * static_cast<int>(s.k / 128);
+      const int warps = 8 * ng * static_cast<int>(k / 128);
       const int blocks = (warps + ek::kRotateWarps - 1) / ek::kRotateWarps;
       const int threads = 32 * ek::kRotateWarps;
-      cudaError_t e =
-          shape.ng == 4
-              ? ek::LaunchDependent(&ek::RotateKernel<4>, blocks, threads, 0, ctx.stream, p, xs)
-              : ek::LaunchDependent(&ek::RotateKernel<8>, blocks, threads, 0, ctx.stream, p, xs);
+      const cudaError_t e =
+          ng == 4
+              ? ek::LaunchDependent(&ek::RotateKernel<4>, blocks, threads, 0, ctx.stream, p0, xs)
+              : ek::LaunchDependent(&ek::RotateKernel<8>, blocks, threads, 0, ctx.stream, p0, xs);
       ABSL_RETURN_IF_ERROR(CudaStatus(op, e, "input rotation launch"));
-      p.xs_global = xs;
+      p0.xs_global = xs;
     }
     cudaError_t e = cudaSuccess;
-    switch (outs[0].view->codebook) {
+    switch (parts[first].outs[0].view->codebook) {
       case Exl3Codebook::k3inst:
-        e = ek::LaunchLinear<ek::Cb::k3inst>(s.bits, shape, p, ctx.stream);
+        e = ek::LaunchLinear<ek::Cb::k3inst>(bits, shape, lp, ctx.stream);
         break;
       case Exl3Codebook::kMcg:
-        e = ek::LaunchLinear<ek::Cb::kMcg>(s.bits, shape, p, ctx.stream);
+        e = ek::LaunchLinear<ek::Cb::kMcg>(bits, shape, lp, ctx.stream);
         break;
       case Exl3Codebook::kMul1:
-        e = ek::LaunchLinear<ek::Cb::kMul1>(s.bits, shape, p, ctx.stream);
+        e = ek::LaunchLinear<ek::Cb::kMul1>(bits, shape, lp, ctx.stream);
         break;
     }
-    ABSL_RETURN_IF_ERROR(CudaStatus(op, e, "linear kernel launch"));
+    return CudaStatus(op, e, "linear kernel launch");
+  };
+
+  const int64_t launch_rows = LaunchRows(shapes, count);
+  for (int64_t r0 = 0; r0 < rows; r0 += launch_rows) {
+    const int m = static_cast<int>(std::min(rows - r0, launch_rows));
+    const int ng = RowGroups(m);
+    // Side by side: one item width for all (2 tiles where they differ), each part on its share.
+    Schedule together[ek::kMaxParts];
+    bool fits = count > 1 && ctx.exl3_separate == 0;
+    int tw = TilesOf(shapes[0], ng, ctx);
+    for (int i = 1; i < count; ++i)
+      if (TilesOf(shapes[i], ng, ctx) != tw) tw = 2;
+    for (int i = 0; fits && i < count; ++i) {
+      fits = ek::ItemTilesFitPlan(ng, tw, shapes[i].L());
+      if (fits) together[i] = Best(shapes[i], m, tw, share[i], ctx);
+      fits = fits && together[i].feasible && together[i].shared_xs;
+    }
+    if (fits) {
+      ABSL_RETURN_IF_ERROR(launch(0, count, together, r0, m));
+      continue;
+    }
+    for (int i = 0; i < count; ++i) {  // One after another, each on every SM.
+      const Schedule alone = Best(shapes[i], m, TilesOf(shapes[i], ng, ctx), sms, ctx);
+      if (!alone.feasible)
+        return absl::ResourceExhaustedError(absl::StrFormat(
+            "%s: the %d k-tiles of a plan group (k=%d, plan (%d, %d)) do not fit in shared "
+            "memory at %d rows",
+            op, shapes[i].L(), k, shapes[i].sk, shapes[i].wk, m));
+      ABSL_RETURN_IF_ERROR(launch(i, 1, &alone, r0, m));
+    }
   }
   return absl::OkStatus();
 }
@@ -345,17 +462,54 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
 }  // namespace exl3_run
 
 size_t Exl3LinearWorkspaceBytes(const Exl3DeviceWeight& w, int64_t rows) {
-  const exl3_run::Output out{&w, 0, w.n, 0};
-  return exl3_run::WorkspaceBytes(&out, 1, rows);
+  const Exl3LinearOutput out{&w, nullptr, 0};
+  return Exl3LinearsWorkspaceBytes(&out, 1, rows);
 }
 
 absl::Status Exl3Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
                         const Exl3DeviceWeight& w, float* y, int64_t y_stride) {
-  if (reinterpret_cast<uintptr_t>(y) % 16 != 0 || y_stride % 4 != 0)  // float4 stores of y.
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "Exl3Linear: y must be 16-byte aligned with y_stride=%d a multiple of 4", y_stride));
-  const exl3_run::Output out{&w, 0, w.n, 0};
-  return exl3_run::Run("Exl3Linear", ctx, x, x_stride, rows, &out, 1, y, y_stride);
+  const Exl3LinearOutput out{&w, y, y_stride};
+  return Exl3Linears(ctx, x, x_stride, rows, &out, 1);
+}
+
+namespace {
+
+// Each weight as a part of one whole view; InvalidArgument for a bad count or a null weight.
+absl::Status ToParts(const char* op, const Exl3LinearOutput* outs, int count,
+                     exl3_run::Output* views, exl3_run::Part* parts) {
+  if (!outs || count < 1 || count > kMaxExl3Linears)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %d weights, need 1..%d", op, count, kMaxExl3Linears));
+  for (int i = 0; i < count; ++i) {
+    if (!outs[i].w)
+      return absl::InvalidArgumentError(absl::StrFormat("%s: weight %d is null", op, i));
+    views[i] = {outs[i].w, 0, outs[i].w->n, 0};
+    parts[i] = {&views[i], 1, outs[i].y, outs[i].y_stride};
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+size_t Exl3LinearsWorkspaceBytes(const Exl3LinearOutput* outs, int count, int64_t rows) {
+  exl3_run::Output views[kMaxExl3Linears];
+  exl3_run::Part parts[kMaxExl3Linears];
+  if (!ToParts("Exl3Linears", outs, count, views, parts).ok()) return 0;
+  return exl3_run::WorkspaceBytes(parts, count, rows);
+}
+
+absl::Status Exl3Linears(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
+                         const Exl3LinearOutput* outs, int count) {
+  const char* op = count == 1 ? "Exl3Linear" : "Exl3Linears";
+  exl3_run::Output views[kMaxExl3Linears];
+  exl3_run::Part parts[kMaxExl3Linears];
+  ABSL_RETURN_IF_ERROR(ToParts(op, outs, count, views, parts));
+  for (int i = 0; i < count; ++i)
+    if (reinterpret_cast<uintptr_t>(outs[i].y) % 16 != 0 || outs[i].y_stride % 4 != 0)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: y of weight %d must be 16-byte aligned with y_stride=%d a multiple of 4", op, i,
+          outs[i].y_stride));  // float4 stores of y.
+  return exl3_run::Run(op, ctx, x, x_stride, rows, parts, count);
 }
 
 }  // namespace twinspan::cuda

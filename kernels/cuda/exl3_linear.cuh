@@ -54,6 +54,8 @@ struct Context {
   int exl3_rotation_kernel = 0;
   int exl3_warps = 0;
   int exl3_item_tiles = 0;
+  // 1: Exl3Linears launches each weight on its own (the A/B of one launch for all).
+  int exl3_separate = 0;
 };
 
 // Bytes of workspace Exl3Linear needs for `w` at up to `rows` rows.
@@ -68,6 +70,26 @@ size_t Exl3LinearWorkspaceBytes(const Exl3DeviceWeight& w, int64_t rows);
 // small workspace or a plan whose groups exceed shared memory, Internal for a failed launch.
 absl::Status Exl3Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
                         const Exl3DeviceWeight& w, float* y, int64_t y_stride);
+
+// One weight of Exl3Linears and where its rows go.
+struct Exl3LinearOutput {
+  const Exl3DeviceWeight* w = nullptr;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+};
+inline constexpr int kMaxExl3Linears = 3;
+
+// Bytes of workspace Exl3Linears needs for these weights at up to `rows` rows (0 if they cannot
+// share a launch).
+size_t Exl3LinearsWorkspaceBytes(const Exl3LinearOutput* outs, int count, int64_t rows);
+
+// y_i = x @ W_i for 1..kMaxExl3Linears weights of one k, K and codebook (each with its own plan):
+// the weights of one input (gate and up, q, k and v) in one launch per 64 rows, the SMs shared in
+// proportion to their columns, so one launch's ramp and tail serve all; one launch each where
+// their schedules do not fit side by side. Each y_i gets the bits Exl3Linear gives it. Errors as
+// Exl3Linear's, naming the weight; InvalidArgument for weights of different k, K or codebook.
+absl::Status Exl3Linears(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
+                         const Exl3LinearOutput* outs, int count);
 
 }  // namespace twinspan::cuda
 

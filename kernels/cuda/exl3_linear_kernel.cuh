@@ -31,13 +31,18 @@
 // bulk prefetches, so the HBM queue stays full at ~20 warps per SM (one block per SM holds them
 // all, so every SM gets the same work to within one item).
 //
+// Parts. One launch may run up to kMaxParts matrices of one input (gate and up; q, k and v), each
+// on its own range of blocks with its own plan, workspace and output: per-block scalars, so the
+// epilogue reads its loop bounds into locals first (indexed parameters kept nvcc from unrolling).
+//
 // Launches use programmatic dependent launch (sm_90+): a block, once resident, prefetches and
 // loads its first weights before waiting for the previous grid, and touches x, y and the scratch
 // only after that grid has finished.
 //
-// Measured (H200, docs/perf.md, 2026-12-01): the 27B's 401 linears in 10.3 ms at one row and
-// 14.4 ms at 16 (exllamav3 12.4 and 18.6 ms); steady state ~55% of the SM's issue rate (the
-// lm_head at K = 6: 2.35 TB/s), so the decode's instruction count, not HBM, is the limit.
+// Measured (H200, docs/perf.md, 2026-12-01): the 27B's 401 linears in 8.8 ms at one row and 13.1
+// ms at 16 as 257 launches (10.3 and 14.3 as 401; exllamav3 12.4 and 18.6 ms); steady state ~55% of
+// the SM's issue rate (the lm_head at K = 6: 2.35 TB/s), so the decode's instruction count, not
+// HBM, is the limit.
 #ifndef TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
 #define TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
 
@@ -102,8 +107,8 @@ struct Segment {
   int vector_store;  // 1: every kept group of 4 columns is one aligned float4 store.
 };
 
+// The scalars of one matrix of a launch, run by grid blocks [first_block, first_block + blocks).
 struct LinearParams {
-  Segment seg[kMaxSegments];
   int segments;
   const float* x;  // [m][ldx] fp32.
   int64_t ldx;
@@ -113,12 +118,28 @@ struct LinearParams {
   float* z;                   // fp32 partials (units: [nb][G][m][128]; rounds: [SK][m][nb*128]).
   int* counters;              // [nb], zero before and after the launch.
   const uint32_t* xs_global;  // B fragments of all k-tiles, or nullptr: rotate in each block.
-  int m, k, nb;               // Rows, in_features, blocks of the launch.
+  int m, k, nb;               // Rows, in_features, blocks of the matrix.
   int sk, wk;
   int rounds;       // 0: units, 1: rounds.
+  int slots;        // Warps (units) or WK-warp slots (rounds) of a block that take items.
   int l2_ahead;     // Half-strips each warp prefetches into L2 ahead of its register loads.
   int red_offset;   // Shared word offset of the rounds fold buffers.
   int list_offset;  // Shared word offset of the epilogue queue.
+  int first_block, blocks;
+};
+
+// One matrix: its scalars and its views.
+struct LaunchPart {
+  LinearParams p;
+  Segment seg[kMaxSegments];
+};
+
+// Matrices of one input (x, m and k the same in each part) side by side in one grid, so the ramp
+// and tail of a launch come once for all of them; each keeps its own plan, so its bits.
+constexpr int kMaxParts = 3;
+struct LaunchParams {
+  LaunchPart part[kMaxParts];
+  int parts;
 };
 
 // ---- small PTX helpers -----------------------------------------------------------------------
@@ -280,18 +301,21 @@ __device__ __forceinline__ void TileMma(const uint32_t (&w)[K], int lane,
   for (int g = 0; g < NG; ++g) Mma16816(acc[T][g], a, bx[g][0], bx[g][1]);
 }
 
-__device__ __forceinline__ int SegmentOf(const LinearParams& p, int b) {
+__device__ __forceinline__ int SegmentOf(const LinearParams& p, const Segment* seg, int b) {
   int s = 0;
-  while (s + 1 < p.segments && b >= p.seg[s + 1].first) ++s;
+  while (s + 1 < p.segments && b >= seg[s + 1].first) ++s;
   return s;
 }
 
 // Folds column block b's partials for one row in the plan's order, then the output Hadamard, svh
 // and bias, and writes the kept columns. Called by a whole warp.
-__device__ __forceinline__ void Epilogue(const LinearParams& p, int b, int row) {
-  const int lane = threadIdx.x & 31, c = 4 * lane, G = p.sk * p.wk;
+__device__ __forceinline__ void Epilogue(const LinearParams& p, const Segment* seg, int b,
+                                         int row) {
+  // Locals, so the loops below see invariant bounds (and unroll) when p is indexed by part.
+  const int lane = threadIdx.x & 31, c = 4 * lane, sk = p.sk, wk = p.wk, m = p.m, G = sk * wk;
+  const float* z = p.z;
   // The column scales first: their loads overlap the partials'.
-  const Segment& sg = p.seg[SegmentOf(p, b)];
+  const Segment& sg = seg[SegmentOf(p, seg, b)];
   const int vc = (b - sg.first) * 128 + c;  // View column of v[0].
   float sv[4], bv[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
@@ -302,20 +326,20 @@ __device__ __forceinline__ void Epilogue(const LinearParams& p, int b, int row) 
   float v[4];
   if (p.rounds) {
     const int64_t ldz = static_cast<int64_t>(p.nb) * 128;
-    const float* zr = p.z + row * ldz + b * 128 + c;
-    for (int s = 0; s < p.sk; ++s) {
-      const float4 t = __ldcg(reinterpret_cast<const float4*>(zr + s * p.m * ldz));
+    const float* zr = z + row * ldz + b * 128 + c;
+    for (int s = 0; s < sk; ++s) {
+      const float4 t = __ldcg(reinterpret_cast<const float4*>(zr + s * m * ldz));
       const float u[4] = {t.x, t.y, t.z, t.w};
 #pragma unroll
       for (int i = 0; i < 4; ++i) v[i] = s == 0 ? u[i] : __fadd_rn(v[i], u[i]);
     }
   } else {
-    const int64_t gstride = static_cast<int64_t>(p.m) * 128;
-    const float* zr = p.z + (static_cast<int64_t>(b) * G * p.m + row) * 128 + c;
-    for (int s = 0; s < p.sk; ++s) {
+    const int64_t gstride = static_cast<int64_t>(m) * 128;
+    const float* zr = z + (static_cast<int64_t>(b) * G * m + row) * 128 + c;
+    for (int s = 0; s < sk; ++s) {
       float sp[4];
-      for (int w = 0; w < p.wk; ++w) {
-        const float4 t = __ldcg(reinterpret_cast<const float4*>(zr + (s * p.wk + w) * gstride));
+      for (int w = 0; w < wk; ++w) {
+        const float4 t = __ldcg(reinterpret_cast<const float4*>(zr + (s * wk + w) * gstride));
         const float u[4] = {t.x, t.y, t.z, t.w};
 #pragma unroll
         for (int i = 0; i < 4; ++i) sp[i] = w == 0 ? u[i] : __fadd_rn(sp[i], u[i]);
@@ -360,7 +384,7 @@ __device__ __forceinline__ void StepMma(const uint32_t (&w)[StepWords<K, TW>()],
 
 template <Cb CB, int K, int NG, int TW>
 __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
-    LinearKernel(const __grid_constant__ LinearParams p) {
+    LinearKernel(const __grid_constant__ LaunchParams lp) {
   static_assert(ItemTilesFit(NG, TW), "4-tile items up to 16 rows, 2-tile items from 9");
   constexpr int kParts = 8 / TW;          // Items per column block and group.
   constexpr int SW = StepWords<K, TW>();  // Words a lane loads per k-step.
@@ -376,6 +400,13 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   constexpr int V = Exl3VectorWords(K);
   constexpr int kStrip = 32 * K;  // Words of one half-strip.
   constexpr int kXs = XsWordsPerKtile(NG);
+  static_assert(kMaxParts == 3, "the pick of this block's part below sees 3");
+  const int bid = static_cast<int>(blockIdx.x);
+  const int part = (lp.parts > 1 && bid >= lp.part[1].p.first_block) +
+                   (lp.parts > 2 && bid >= lp.part[2].p.first_block);
+  const LinearParams& p = lp.part[part].p;
+  const Segment* seg = lp.part[part].seg;
+  const int block = bid - p.first_block;
   // B fragments in shared memory (always up to 16 rows; more rows when the host found room), else
   // a separate kernel rotated x into global memory (p.xs_global).
   const bool shared_xs = NG <= 2 || !p.xs_global;
@@ -388,12 +419,12 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   // This block's items [i0, i1); this warp's are i0 + lead + j * slots. Rounds (4-tile items
   // only): the WK warps of a slot share each item, warp wi taking group s * WK + wi.
   const int items = p.rounds ? per_major * p.sk : per_major * G;
-  const int i0 = static_cast<int>(static_cast<int64_t>(items) * blockIdx.x / gridDim.x);
-  const int i1 = static_cast<int>(static_cast<int64_t>(items) * (blockIdx.x + 1) / gridDim.x);
-  const int slots = p.rounds ? warps / wk : warps;
+  const int i0 = static_cast<int>(static_cast<int64_t>(items) * block / p.blocks);
+  const int i1 = static_cast<int>(static_cast<int64_t>(items) * (block + 1) / p.blocks);
+  const int slots = p.slots;  // The block may hold more warps, for another part.
   const int lead = p.rounds ? warp / wk : warp;
   const int wi = p.rounds ? warp % wk : 0;
-  const int n_items = i1 - i0 > lead ? (i1 - i0 - lead + slots - 1) / slots : 0;
+  const int n_items = lead < slots && i1 - i0 > lead ? (i1 - i0 - lead + slots - 1) / slots : 0;
   const int total = n_items * L;  // Steps of this warp.
 
   // Item j of this warp: column block b, part q (the half for 4-tile items, the tile pair
@@ -409,7 +440,7 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   auto item_strip = [&](int j, int& pair) {
     int b, q, g;
     item_at(j, b, q, g);
-    const Segment& sg = p.seg[SegmentOf(p, b)];
+    const Segment& sg = seg[SegmentOf(p, seg, b)];
     const int h = TW == 4 ? q : q >> 1;
     pair = TW == 4 ? 0 : q & 1;
     return sg.trellis + (static_cast<int64_t>((b - sg.first) * 2 + h) * kt + g * L) * kStrip;
@@ -428,7 +459,7 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   uint32_t buf[D][SW];
   const uint64_t policy = EvictFirstPolicy();
   int pf_j = 0, pf_left = L, pf_pair = 0;
-  const uint32_t* strip0 = n_items > 0 ? item_strip(0, pf_pair) : p.seg[0].trellis;
+  const uint32_t* strip0 = n_items > 0 ? item_strip(0, pf_pair) : seg[0].trellis;
   const uint32_t* pf = lane_start(strip0, pf_pair);
   // Offsets of a K = 6 pair's 2nd and 3rd words from its 1st (natural words 3p .. 3p + 2).
   int k6_o1 = pf_pair ? 63 : 1;
@@ -493,7 +524,7 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   for (int j = lane; j < n_items; j += 32) {
     int b, q, g;
     item_at(j, b, q, g);
-    const Segment& sg = p.seg[SegmentOf(p, b)];
+    const Segment& sg = seg[SegmentOf(p, seg, b)];
     const int off = (b - sg.first) * 128;  // 256 bytes: at most 3 lines.
     for (int e = 0; e < 128; e += 63) {
       PrefetchLineL2(sg.svh + off + e);
@@ -700,7 +731,7 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
 
   __syncthreads();  // Every queued block's partials are complete and visible (fence + counter).
   const int n_queued = queued;
-  for (int i = warp; i < n_queued * p.m; i += warps) Epilogue(p, queue[i / p.m], i % p.m);
+  for (int i = warp; i < n_queued * p.m; i += warps) Epilogue(p, seg, queue[i / p.m], i % p.m);
 }
 
 }  // namespace twinspan::cuda::exl3_kernel

@@ -21,14 +21,14 @@ struct LaunchShape {
 // Launches LinearKernel<CB, bits, ng, tw> with programmatic dependent launch. REQUIRES: p and shape
 // computed by the caller, 1 <= bits <= 8. Returns the launch error.
 template <Cb CB>
-cudaError_t LaunchLinear(int bits, const LaunchShape& shape, const LinearParams& p,
+cudaError_t LaunchLinear(int bits, const LaunchShape& shape, const LaunchParams& p,
                          cudaStream_t stream);
 
-extern template cudaError_t LaunchLinear<Cb::k3inst>(int, const LaunchShape&, const LinearParams&,
+extern template cudaError_t LaunchLinear<Cb::k3inst>(int, const LaunchShape&, const LaunchParams&,
                                                      cudaStream_t);
-extern template cudaError_t LaunchLinear<Cb::kMcg>(int, const LaunchShape&, const LinearParams&,
+extern template cudaError_t LaunchLinear<Cb::kMcg>(int, const LaunchShape&, const LaunchParams&,
                                                    cudaStream_t);
-extern template cudaError_t LaunchLinear<Cb::kMul1>(int, const LaunchShape&, const LinearParams&,
+extern template cudaError_t LaunchLinear<Cb::kMul1>(int, const LaunchShape&, const LaunchParams&,
                                                     cudaStream_t);
 
 }  // namespace twinspan::cuda::exl3_kernel

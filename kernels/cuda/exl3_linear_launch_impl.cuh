@@ -23,7 +23,7 @@ cudaError_t LaunchDependent(Kernel kernel, int blocks, int threads, int smem, cu
 }
 
 template <Cb CB, int K>
-cudaError_t LaunchRows(const LaunchShape& s, const LinearParams& p, cudaStream_t stream) {
+cudaError_t LaunchRows(const LaunchShape& s, const LaunchParams& p, cudaStream_t stream) {
   switch (s.ng) {
     case 1:
       return LaunchDependent(&LinearKernel<CB, K, 1, 4>, s.blocks, 32 * s.warps, s.smem_bytes,
@@ -45,7 +45,7 @@ cudaError_t LaunchRows(const LaunchShape& s, const LinearParams& p, cudaStream_t
 }
 
 template <Cb CB>
-cudaError_t LaunchLinear(int bits, const LaunchShape& s, const LinearParams& p,
+cudaError_t LaunchLinear(int bits, const LaunchShape& s, const LaunchParams& p,
                          cudaStream_t stream) {
   switch (bits) {
     case 1:

@@ -2,6 +2,6 @@
 #include "kernels/cuda/exl3_linear_launch_impl.cuh"
 
 namespace twinspan::cuda::exl3_kernel {
-template cudaError_t LaunchLinear<Cb::kMul1>(int, const LaunchShape&, const LinearParams&,
+template cudaError_t LaunchLinear<Cb::kMul1>(int, const LaunchShape&, const LaunchParams&,
                                              cudaStream_t);
 }  // namespace twinspan::cuda::exl3_kernel

@@ -18,12 +18,22 @@ struct Output {
   int64_t keep_begin = 0, keep_end = 0, out_col = 0;
 };
 
-// Workspace bytes for `count` outputs (views of one matrix) at up to `rows` rows.
-size_t WorkspaceBytes(const Output* outs, int count, int64_t rows);
+// One matrix of a launch: `count` output ranges of views of it, into rows of y (stride y_stride).
+struct Part {
+  const Output* outs = nullptr;
+  int count = 0;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+};
 
-// Validates and launches. `op` names the public entry in error messages.
+// Workspace bytes for the parts (matrices of one k, K and codebook) at up to `rows` rows.
+size_t WorkspaceBytes(const Part* parts, int count, int64_t rows);
+
+// Validates and launches: the parts side by side in one launch per 64 rows where their schedules
+// fit so (Context::exl3_separate unset), else one after another. `op` names the public entry in
+// error messages.
 absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
-                 const Output* outs, int count, float* y, int64_t y_stride);
+                 const Part* parts, int count);
 
 }  // namespace twinspan::cuda::exl3_run
 

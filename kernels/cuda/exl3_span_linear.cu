@@ -49,7 +49,8 @@ size_t Exl3SpanLinearWorkspaceBytes(const Exl3DeviceSpan* spans, int count, int6
   exl3_run::Output outs[kMaxExl3Spans];
   int64_t packed = 0;
   if (!ToOutputs(spans, count, views, outs, &packed).ok()) return 0;
-  return exl3_run::WorkspaceBytes(outs, count, rows);
+  const exl3_run::Part part{outs, count, nullptr, 0};
+  return exl3_run::WorkspaceBytes(&part, 1, rows);
 }
 
 absl::Status Exl3SpanLinear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
@@ -63,8 +64,8 @@ absl::Status Exl3SpanLinear(const Context& ctx, const float* x, int64_t x_stride
     return absl::InvalidArgumentError(
         absl::StrFormat("Exl3SpanLinear: packed_stride=%d is below the %d packed logits",
                         packed_stride, packed_size));
-  return exl3_run::Run("Exl3SpanLinear", ctx, x, x_stride, rows, outs, count, packed,
-                       packed_stride);
+  const exl3_run::Part part{outs, count, packed, packed_stride};
+  return exl3_run::Run("Exl3SpanLinear", ctx, x, x_stride, rows, &part, 1);
 }
 
 }  // namespace twinspan::cuda

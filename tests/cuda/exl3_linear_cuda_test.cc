@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -499,6 +500,130 @@ TEST(Exl3LinearCuda, LaunchesOfDifferentWidthsShareOneWorkspace) {
       ASSERT_EQ(std::memcmp(got_w.data(), want_w.data(), yw.bytes()), 0) << "wide, pass " << i;
     }
   }
+}
+
+// ---- several weights of one input --------------------------------------------------------------
+
+// Three weights of one k with three plans ((1, 8), (2, 4), (8, 4)), run as one Exl3Linears into
+// one buffer side by side (as gate | up), against each one's own Exl3Linear.
+struct Trio {
+  std::vector<HostWeight> host;
+  std::vector<DeviceWeight> device;
+};
+
+Trio MakeTrio(int bits, Exl3Codebook cb, uint32_t seed) {
+  Trio t;
+  for (const int64_t n : {int64_t{64} * 128, int64_t{10} * 128, int64_t{2} * 128}) {
+    t.host.push_back(RandomWeight(1024, n, bits, cb, seed++));
+    const exl3::Plan plan = exl3::plan(1024, n);
+    t.device.push_back(ToDevice(t.host.back(), plan.k_splits, plan.warps));
+  }
+  return t;
+}
+
+// Exl3Linears of the trio's first `count` weights into one [rows, sum of n] buffer.
+absl::StatusOr<std::vector<float>> RunSideBySide(const Trio& t, int count,
+                                                 const std::vector<float>& x, int64_t rows,
+                                                 const Context& ctx) {
+  int64_t width = 0;
+  for (int i = 0; i < count; ++i) width += t.host[i].n;
+  auto xd = Upload(x);
+  DeviceBuffer yd(rows * width * sizeof(float));
+  cudaMemset(yd.get(), 0xFF, yd.bytes());
+  std::vector<Exl3LinearOutput> outs;
+  int64_t col = 0;
+  for (int i = 0; i < count; ++i) {
+    outs.push_back({&t.device[i].view, yd.as<float>() + col, width});
+    col += t.host[i].n;
+  }
+  const absl::Status s = Exl3Linears(ctx, xd->as<float>(), 1024, rows, outs.data(), count);
+  if (!s.ok()) return s;
+  std::vector<float> y(rows * width);
+  if (cudaMemcpy(y.data(), yd.get(), yd.bytes(), cudaMemcpyDeviceToHost) != cudaSuccess ||
+      cudaDeviceSynchronize() != cudaSuccess)
+    return absl::InternalError(cudaGetErrorString(cudaGetLastError()));
+  return y;
+}
+
+TEST(Exl3LinearCuda, WeightsOfOneInputInOneLaunchGiveEachItsOwnBits) {
+  int cases = 0;
+  for (const int bits : {3, 4, 6}) {
+    const Trio t = MakeTrio(bits, Exl3Codebook::kMul1, 60 + bits);
+    for (const int64_t rows : {1, 5, 8, 9, 16, 17, 40, 64, 70}) {
+      const std::vector<float> x = RandomRows(rows, 1024, 70 + rows);
+      std::vector<std::vector<float>> want;
+      for (const DeviceWeight& d : t.device) want.push_back(RunOnce(d.view, x, rows));
+      Runner runner;
+      // Automatic, each weight alone, warp units, rounds, 2-tile items.
+      for (const int schedule : {0, -1, 1, 2, 20000}) {
+        Context ctx = runner.context(schedule < 0 ? 0 : schedule);
+        ctx.exl3_separate = schedule < 0 ? 1 : 0;
+        for (const int count : {2, 3}) {
+          SCOPED_TRACE(
+              absl::StrFormat("K=%d rows %d schedule %d weights %d", bits, rows, schedule, count));
+          auto got = RunSideBySide(t, count, x, rows, ctx);
+          if (!got.ok()) {  // A forced schedule that cannot run some weight at this row count.
+            ASSERT_EQ(got.status().code(), absl::StatusCode::kResourceExhausted) << got.status();
+            continue;
+          }
+          const int64_t width = static_cast<int64_t>(got->size()) / rows;
+          int64_t col = 0;
+          for (int i = 0; i < count; ++i) {
+            const int64_t n = t.host[i].n;
+            for (int64_t r = 0; r < rows; ++r)
+              ASSERT_EQ(std::memcmp(got->data() + r * width + col, want[i].data() + r * n,
+                                    n * sizeof(float)),
+                        0)
+                  << "weight " << i << " row " << r;
+            col += n;
+          }
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_GE(cases, 3 * 9 * 2 * 2);  // At least automatic and alone everywhere.
+}
+
+TEST(Exl3LinearCuda, SeveralWeightsRejectMismatchedWeightsAndBadOutputs) {
+  const Trio t = MakeTrio(4, Exl3Codebook::kMul1, 90);
+  const HostWeight other_bits = RandomWeight(1024, 256, 3, Exl3Codebook::kMul1, 95);
+  const HostWeight other_k = RandomWeight(512, 256, 4, Exl3Codebook::kMul1, 96);
+  const HostWeight other_cb = RandomWeight(1024, 256, 4, Exl3Codebook::kMcg, 97);
+  DeviceWeight db = ToDevice(other_bits, 1, 4), dk = ToDevice(other_k, 1, 4),
+               dc = ToDevice(other_cb, 1, 4);
+  DeviceBuffer x(1024 * sizeof(float)), y(int64_t{64} * 128 * sizeof(float));
+  Runner runner;
+  const Context ctx = runner.context();
+  for (const DeviceWeight* bad : {&db, &dk, &dc}) {
+    const Exl3LinearOutput outs[] = {{&t.device[1].view, y.as<float>(), 1280},
+                                     {&bad->view, y.as<float>(), 256}};
+    const absl::Status s = Exl3Linears(ctx, x.as<float>(), 1024, 1, outs, 2);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find("weight 1"), std::string_view::npos) << s;
+  }
+  const Exl3LinearOutput four[] = {{&t.device[2].view, y.as<float>(), 256},
+                                   {&t.device[2].view, y.as<float>(), 256},
+                                   {&t.device[2].view, y.as<float>(), 256},
+                                   {&t.device[2].view, y.as<float>(), 256}};
+  EXPECT_EQ(Exl3Linears(ctx, x.as<float>(), 1024, 1, four, 4).code(),
+            absl::StatusCode::kInvalidArgument);
+  const Exl3LinearOutput unaligned[] = {{&t.device[2].view, y.as<float>(), 256},
+                                        {&t.device[2].view, y.as<float>() + 1, 256}};
+  EXPECT_EQ(Exl3Linears(ctx, x.as<float>(), 1024, 1, unaligned, 2).code(),
+            absl::StatusCode::kInvalidArgument);
+  const Exl3LinearOutput narrow[] = {{&t.device[2].view, y.as<float>(), 256},
+                                     {&t.device[1].view, y.as<float>(), 256}};  // Stride < 1280.
+  EXPECT_EQ(Exl3Linears(ctx, x.as<float>(), 1024, 1, narrow, 2).code(),
+            absl::StatusCode::kInvalidArgument);
+  const Exl3LinearOutput null_y[] = {{&t.device[2].view, y.as<float>(), 256},
+                                     {&t.device[2].view, nullptr, 256}};
+  EXPECT_EQ(Exl3Linears(ctx, x.as<float>(), 1024, 1, null_y, 2).code(),
+            absl::StatusCode::kInvalidArgument);
+  Context small = ctx;
+  small.workspace_bytes = Exl3LinearsWorkspaceBytes(four, 2, 16) - 1;
+  const absl::Status s = Exl3Linears(small, x.as<float>(), 1024, 16, four, 2);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
 }
 
 // ---- the span head ---------------------------------------------------------------------------

@@ -241,88 +241,108 @@ class Bench {
     return absl::OkStatus();
   }
 
-  // All 401 linears of one forward, distinct weights, captured as one CUDA graph per row count.
+  // All 401 linears of one forward, distinct weights, captured as one CUDA graph per row count:
+  // one launch per weight, then the weights of one input (q, k, v; in_proj_qkv and z; gate and
+  // up) in one launch each (Exl3Linears), side by side.
   absl::Status Forward(int body_bits, int head_bits) {
-    std::vector<std::pair<int64_t, int64_t>> shapes;
+    using KN = std::pair<int64_t, int64_t>;
+    std::vector<std::vector<KN>> groups;  // Weights of one input, in forward order.
     for (int layer = 0; layer < 64; ++layer) {
       if (layer % 4 == 3) {  // Gated attention every fourth layer.
-        for (auto s :
-             {std::pair<int64_t, int64_t>{5120, 12288}, {5120, 1024}, {5120, 1024}, {6144, 5120}})
-          shapes.push_back(s);
+        groups.push_back({{5120, 12288}, {5120, 1024}, {5120, 1024}});
+        groups.push_back({{6144, 5120}});
       } else {
-        for (auto s : {std::pair<int64_t, int64_t>{5120, 10240}, {5120, 6144}, {6144, 5120}})
-          shapes.push_back(s);
+        groups.push_back({{5120, 10240}, {5120, 6144}});
+        groups.push_back({{6144, 5120}});
       }
-      for (auto s : {std::pair<int64_t, int64_t>{5120, 17408}, {5120, 17408}, {17408, 5120}})
-        shapes.push_back(s);
+      groups.push_back({{5120, 17408}, {5120, 17408}});
+      groups.push_back({{17408, 5120}});
     }
+    groups.push_back({{5120, 248320}});  // The head.
     int64_t total = 0;
     std::vector<int64_t> offsets;
-    for (size_t i = 0; i <= shapes.size(); ++i) {
-      const bool head = i == shapes.size();
-      const int64_t k = head ? 5120 : shapes[i].first, n = head ? 248320 : shapes[i].second;
-      offsets.push_back(total);
-      total += TrellisBytes(k, n, head ? head_bits : body_bits);
-    }
+    for (size_t g = 0; g < groups.size(); ++g)
+      for (const KN& kn : groups[g]) {
+        offsets.push_back(total);
+        total += TrellisBytes(kn.first, kn.second, g + 1 == groups.size() ? head_bits : body_bits);
+      }
     if (!forward_weights_) {  // Made once, reused by every tuning.
       BENCH_CUDA(cudaMalloc(&forward_weights_, total));
       BENCH_CUDA(FillRandomWords(static_cast<uint16_t*>(forward_weights_), total / 2, 5, stream_));
     }
     void* weights = forward_weights_;
-    std::vector<cuda::Exl3DeviceWeight> ws;
-    for (size_t i = 0; i <= shapes.size(); ++i) {
-      const bool head = i == shapes.size();
-      ws.push_back(
-          MakeWeight(reinterpret_cast<const uint32_t*>(static_cast<char*>(weights) + offsets[i]),
-                     head ? 5120 : shapes[i].first, head ? 248320 : shapes[i].second,
-                     head ? head_bits : body_bits));
+    std::vector<std::vector<cuda::Exl3DeviceWeight>> ws;
+    size_t count = 0;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      ws.emplace_back();
+      for (const KN& kn : groups[g]) {
+        ws.back().push_back(MakeWeight(
+            reinterpret_cast<const uint32_t*>(static_cast<char*>(weights) + offsets[count++]),
+            kn.first, kn.second, g + 1 == groups.size() ? head_bits : body_bits));
+      }
     }
     std::printf(
-        "Forward: %zu EXL3 linears, K = %d body + %d-bit head, %.2f GB of trellis, one CUDA "
-        "graph; floor at copy bandwidth %.3f ms\n",
-        ws.size(), body_bits, head_bits, total / 1e9, total / (copy_gbs_ * 1e6));
-    double one_row = 0;
+        "Forward: %zu EXL3 linears (%zu launches with the weights of one input together), K = %d "
+        "body + %d-bit head, %.2f GB of trellis, one CUDA graph; floor at copy bandwidth %.3f ms\n",
+        count, groups.size(), body_bits, head_bits, total / 1e9, total / (copy_gbs_ * 1e6));
+    // Weights of one input in one launch, or (separate) one launch each.
+    auto run_group = [&](const std::vector<cuda::Exl3DeviceWeight>& g, int m, bool separate) {
+      cuda::Context ctx = context();
+      ctx.exl3_separate = separate ? 1 : 0;
+      std::vector<cuda::Exl3LinearOutput> outs(g.size());
+      for (size_t i = 0; i < g.size(); ++i) outs[i] = {&g[i], y_, g[i].n};  // Timing only.
+      return cuda::Exl3Linears(ctx, x_, g[0].k, m, outs.data(), static_cast<int>(outs.size()));
+    };
+    double one_row[2] = {0, 0};
     for (int m : {1, 8, 16, 64}) {
-      absl::Status warm;  // Also sets the kernels' attributes before the capture.
-      for (const auto& w : ws)
-        if (warm.ok()) warm = Run(w, m, y_);
-      if (!warm.ok()) {  // A forced tuning that cannot run some linear at this row count.
-        std::printf("  rows %2d: n/a (%s)\n", m, std::string(warm.message()).c_str());
-        continue;
+      double median[2] = {0, 0};
+      for (const bool together : {false, true}) {
+        absl::Status warm;  // Also sets the kernels' attributes before the capture.
+        for (const auto& g : ws)
+          if (warm.ok()) warm = run_group(g, m, !together);
+        if (!warm.ok()) {  // A forced tuning that cannot run some linear at this row count.
+          std::printf("  rows %2d: n/a (%s)\n", m, std::string(warm.message()).c_str());
+          continue;
+        }
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        BENCH_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+        for (const auto& g : ws) ABSL_RETURN_IF_ERROR(run_group(g, m, !together));
+        BENCH_CUDA(cudaStreamEndCapture(stream_, &graph));
+        BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+        ABSL_ASSIGN_OR_RETURN(Stats s, Time(
+                                           [&](int) -> absl::Status {
+                                             BENCH_CUDA(cudaGraphLaunch(exec, stream_));
+                                             return absl::OkStatus();
+                                           },
+                                           2, 20));
+        if (m == 1) one_row[together] = s.median_us;
+        median[together] = s.median_us;
+        const double gbs = total / (s.median_us * 1e3);
+        const double anchor = m == 1    ? kAnchorStackMs1Row
+                              : m == 8  ? kAnchorStackMs8Rows
+                              : m == 16 ? kAnchorStackMs16Rows
+                                        : kAnchorSumMs64Rows;
+        std::printf(
+            "  rows %2d, %s: %.3f ms median (p10 %.3f, p90 %.3f), %.0f GB/s = %.1f%% of copy, "
+            "%.2fx the 1-row time; exllamav3 stack %.2f ms\n",
+            m, together ? "together" : "separate", s.median_us / 1e3, s.p10_us / 1e3,
+            s.p90_us / 1e3, gbs, 100 * gbs / copy_gbs_, s.median_us / one_row[together], anchor);
+        json_["forward"].push_back({{"rows", m},
+                                    {"together", together},
+                                    {"launches", together ? groups.size() : count},
+                                    {"body_bits", body_bits},
+                                    {"head_bits", head_bits},
+                                    {"bytes", total},
+                                    {"median_us", s.median_us},
+                                    {"gbs", gbs},
+                                    {"exllamav3_ms", anchor},
+                                    {"tuning", Tuning()}});
+        BENCH_CUDA(cudaGraphExecDestroy(exec));
+        BENCH_CUDA(cudaGraphDestroy(graph));
       }
-      cudaGraph_t graph;
-      cudaGraphExec_t exec;
-      BENCH_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
-      for (const auto& w : ws) ABSL_RETURN_IF_ERROR(Run(w, m, y_));
-      BENCH_CUDA(cudaStreamEndCapture(stream_, &graph));
-      BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-      ABSL_ASSIGN_OR_RETURN(Stats s, Time(
-                                         [&](int) -> absl::Status {
-                                           BENCH_CUDA(cudaGraphLaunch(exec, stream_));
-                                           return absl::OkStatus();
-                                         },
-                                         2, 20));
-      if (m == 1) one_row = s.median_us;
-      const double gbs = total / (s.median_us * 1e3);
-      const double anchor = m == 1    ? kAnchorStackMs1Row
-                            : m == 8  ? kAnchorStackMs8Rows
-                            : m == 16 ? kAnchorStackMs16Rows
-                                      : kAnchorSumMs64Rows;
-      std::printf(
-          "  rows %2d: %.3f ms median (p10 %.3f, p90 %.3f), %.0f GB/s = %.1f%% of copy, "
-          "%.2fx the 1-row time; exllamav3 stack %.2f ms\n",
-          m, s.median_us / 1e3, s.p10_us / 1e3, s.p90_us / 1e3, gbs, 100 * gbs / copy_gbs_,
-          s.median_us / one_row, anchor);
-      json_["forward"].push_back({{"rows", m},
-                                  {"body_bits", body_bits},
-                                  {"head_bits", head_bits},
-                                  {"bytes", total},
-                                  {"median_us", s.median_us},
-                                  {"gbs", gbs},
-                                  {"exllamav3_ms", anchor},
-                                  {"tuning", Tuning()}});
-      BENCH_CUDA(cudaGraphExecDestroy(exec));
-      BENCH_CUDA(cudaGraphDestroy(graph));
+      if (median[0] > 0 && median[1] > 0)
+        std::printf("  rows %2d: together / separate = %.3f\n", m, median[1] / median[0]);
     }
     std::printf("\n");
     BENCH_CUDA(cudaStreamSynchronize(stream_));
