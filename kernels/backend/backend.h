@@ -61,6 +61,13 @@ class LinearHandle {
   virtual int64_t out_features() const = 0;
 };
 
+// One weight of Backend::Linears and where its rows go (row stride y_stride floats).
+struct LinearOutput {
+  const LinearHandle* w = nullptr;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+};
+
 // The span views of one EXL3 head (exl3::MakeSpanViews) in the backend's format: the two-span head
 // of DESIGN.md, run by SpanLinear.
 class SpanHeadHandle {
@@ -153,6 +160,16 @@ class Backend {
                                const float* weight, float eps, float* y, int64_t y_stride) = 0;
   virtual absl::Status Linear(const float* x, int64_t x_stride, int64_t rows, const LinearHandle& w,
                               float* y, int64_t y_stride) = 0;
+  // Linear of x with each weight in turn: the linears of one input (gate and up; q, k and v). A
+  // device backend may run several in one launch; each output gets the bits its Linear gives it.
+  virtual absl::Status Linears(const float* x, int64_t x_stride, int64_t rows,
+                               absl::Span<const LinearOutput> outs) {
+    for (const LinearOutput& o : outs) {
+      if (o.w == nullptr) return absl::InvalidArgumentError("Linears: a null weight");
+      if (absl::Status s = Linear(x, x_stride, rows, *o.w, o.y, o.y_stride); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }
   // cos/sin: [rows, rot_dim / 2] in backend memory (cpu::RopeAngles computed on the host, then
   // uploaded).
   virtual absl::Status Rope(float* x, int64_t x_stride, int64_t rows, int64_t heads,

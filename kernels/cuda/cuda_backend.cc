@@ -199,6 +199,43 @@ class CudaBackend final : public backend::Backend {
     return Exl3Linear(ctx, x, x_stride, rows, linear->exl3(), y, y_stride);
   }
 
+  // Consecutive EXL3 weights of one k, K and codebook share a launch (Exl3Linears); others run
+  // alone.
+  absl::Status Linears(const float* x, int64_t x_stride, int64_t rows,
+                       absl::Span<const backend::LinearOutput> outs) override {
+    for (size_t i = 0; i < outs.size();) {
+      if (outs[i].w == nullptr) return absl::InvalidArgumentError("Linears: a null weight");
+      ABSL_ASSIGN_OR_RETURN(const CudaLinear* first, Ours<CudaLinear>(*outs[i].w, "Linears"));
+      Exl3LinearOutput group[kMaxExl3Linears];
+      int n = 0;
+      if (first->kind() == CudaLinear::Kind::kExl3) {
+        const Exl3DeviceWeight& w0 = first->exl3();
+        for (size_t j = i; j < outs.size() && n < kMaxExl3Linears && outs[j].w != nullptr; ++j) {
+          const auto* l = dynamic_cast<const CudaLinear*>(outs[j].w);
+          if (l == nullptr || l->kind() != CudaLinear::Kind::kExl3 || l->exl3().k != w0.k ||
+              l->exl3().bits != w0.bits || l->exl3().codebook != w0.codebook)
+            break;
+          group[n++] = {&l->exl3(), outs[j].y, outs[j].y_stride};
+        }
+      }
+      if (n < 2) {
+        ABSL_RETURN_IF_ERROR(Linear(x, x_stride, rows, *outs[i].w, outs[i].y, outs[i].y_stride));
+        ++i;
+        continue;
+      }
+      if (rows < 0) return absl::InvalidArgumentError(absl::StrFormat("Linears: rows %d", rows));
+      if (rows == 0) return absl::OkStatus();
+      DeviceGuard guard(device_);
+      ABSL_RETURN_IF_ERROR(ReserveExl3Workspace(Exl3LinearsWorkspaceBytes(group, n, rows)));
+      Context ctx = Ctx();
+      ctx.workspace = exl3_workspace_->data();
+      ctx.workspace_bytes = exl3_workspace_->bytes();
+      ABSL_RETURN_IF_ERROR(Exl3Linears(ctx, x, x_stride, rows, group, n));
+      i += static_cast<size_t>(n);
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status Rope(float* x, int64_t x_stride, int64_t rows, int64_t heads, int64_t head_dim,
                     int64_t rot_dim, const float* cos, const float* sin) override {
     DeviceGuard guard(device_);

@@ -12,8 +12,10 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "common/exl3/weight.h"
 #include "common/safetensors/half.h"
 #include "gtest/gtest.h"
@@ -231,6 +233,64 @@ TEST(CudaBackendTest, Exl3WeightsAndColumnViewsMatchTheCpuOp) {
       }
     }
   }
+}
+
+TEST(CudaBackendTest, LinearsOfOneInputGiveEachWeightItsLinearsBits) {
+  auto b = NewBackend();
+  ASSERT_NE(b, nullptr);
+  // Two EXL3 weights of one k and K (one launch), a dense one (alone), another K (alone).
+  std::vector<exl3::Weight> exl3;
+  std::vector<std::unique_ptr<Checkpoint>> ckpts;
+  for (const auto& [n, bits] : std::vector<std::pair<int64_t, int>>{{640, 4}, {256, 4}, {384, 3}}) {
+    twinspan::testing::SyntheticLinear spec;
+    spec.k = 512;
+    spec.n = n;
+    spec.bits = bits;
+    spec.seed = static_cast<uint32_t>(n + bits);
+    ckpts.push_back(twinspan::testing::OpenTensors(absl::StrFormat("linears_%d.safetensors", n),
+                                                   twinspan::testing::SyntheticTensors(spec)));
+    ASSERT_NE(ckpts.back(), nullptr);
+    auto w = exl3::Weight::Load(*ckpts.back(), spec.prefix);
+    ASSERT_TRUE(w.ok()) << w.status();
+    exl3.push_back(*std::move(w));
+  }
+  std::vector<std::unique_ptr<backend::LinearHandle>> handles;
+  for (const cpu::LinearWeight& w :
+       {cpu::LinearWeight::Exl3(exl3[0]), cpu::LinearWeight::Exl3(exl3[1]),
+        *cpu::LinearWeight::Dense(128, 512, RandomFloats(size_t{128} * 512, 7)),
+        cpu::LinearWeight::Exl3(exl3[2])}) {
+    auto h = b->UploadLinear(w);
+    ASSERT_TRUE(h.ok()) << h.status();
+    handles.push_back(*std::move(h));
+  }
+  const int64_t width = 640 + 256 + 128 + 384;
+  for (const int64_t rows : {1, 16, 64}) {
+    SCOPED_TRACE(rows);
+    auto dx = b->UploadFloats(twinspan::testing::RandomRows(rows, 512, 9 + rows));
+    auto together = b->AllocateFloats(rows * width);
+    auto alone = b->AllocateFloats(rows * width);
+    ASSERT_TRUE(dx.ok() && together.ok() && alone.ok());
+    std::vector<backend::LinearOutput> outs;
+    int64_t col = 0;
+    for (const auto& h : handles) {
+      ASSERT_TRUE(b->Linear((*dx)->floats(), 512, rows, *h, (*alone)->floats() + col, width).ok());
+      outs.push_back({h.get(), (*together)->floats() + col, width});
+      col += h->out_features();
+    }
+    ASSERT_TRUE(b->Linears((*dx)->floats(), 512, rows, outs).ok());
+    EXPECT_EQ(testing::BitMismatches(Download(*b, **together, rows * width),
+                                     Download(*b, **alone, rows * width)),
+              0u);
+  }
+  auto x = b->AllocateFloats(512);
+  auto y = b->AllocateFloats(640);
+  ASSERT_TRUE(x.ok() && y.ok());
+  ForeignLinear foreign;
+  const backend::LinearOutput bad[] = {{handles[0].get(), (*y)->floats(), 640},
+                                       {&foreign, (*y)->floats(), 4}};
+  EXPECT_TRUE(absl::IsInvalidArgument(b->Linears((*x)->floats(), 512, 1, bad)));
+  const backend::LinearOutput null[] = {{nullptr, (*y)->floats(), 640}};
+  EXPECT_TRUE(absl::IsInvalidArgument(b->Linears((*x)->floats(), 512, 1, null)));
 }
 
 // ---- one layer, op by op ------------------------------------------------------------------------

@@ -157,6 +157,34 @@ TEST_F(CpuBackendTest, LinearEqualsTheCpuOpForDenseAndExl3Weights) {
   }
 }
 
+TEST_F(CpuBackendTest, LinearsWritesEachWeightsLinearSideBySide) {
+  const int64_t rows = 3, k = 256, x_stride = 256, width = 384 + 128;
+  const auto x = Random(rows * x_stride, 9);
+  auto dense = LinearWeight::Dense(128, k, Random(128 * k, 10, 0.1f));
+  ASSERT_TRUE(dense.ok());
+  auto ckpt = testing::OpenTensors("cpu_backend_linears.safetensors",
+                                   testing::SyntheticTensors({.prefix = "w", .k = k, .n = 384}));
+  ASSERT_NE(ckpt, nullptr);
+  auto exl3 = exl3::Weight::Load(*ckpt, "w");
+  ASSERT_TRUE(exl3.ok()) << exl3.status();
+  const LinearWeight e = LinearWeight::Exl3(*exl3);
+  std::vector<float> want(rows * width, 0.0f);
+  ASSERT_TRUE(Linear(ctx_, x.data(), x_stride, rows, e, want.data(), width).ok());
+  ASSERT_TRUE(Linear(ctx_, x.data(), x_stride, rows, *dense, want.data() + 384, width).ok());
+  auto he = Handle(e), hd = Handle(*dense);
+  auto bx = Up(x), by = Up(std::vector<float>(rows * width, 0.0f));
+  const backend::LinearOutput outs[] = {{he.get(), by->floats(), width},
+                                        {hd.get(), by->floats() + 384, width}};
+  ASSERT_TRUE(be_->Linears(bx->floats(), x_stride, rows, outs).ok());
+  EXPECT_TRUE(Same(Down(*by), want));
+  // The second output would write past y: refused, as Linear refuses it.
+  const backend::LinearOutput past[] = {{he.get(), by->floats(), width},
+                                        {hd.get(), by->floats() + 400, width}};
+  EXPECT_TRUE(absl::IsInvalidArgument(be_->Linears(bx->floats(), x_stride, rows, past)));
+  const backend::LinearOutput null[] = {{nullptr, by->floats(), width}};
+  EXPECT_TRUE(absl::IsInvalidArgument(be_->Linears(bx->floats(), x_stride, rows, null)));
+}
+
 TEST_F(CpuBackendTest, RopeAndSwiGluEqualTheCpuOps) {
   const int64_t rows = 5, heads = 3, d = 16, rot = 8, stride = 52;
   const std::vector<int64_t> positions = {0, 1, 2, 130, 131};

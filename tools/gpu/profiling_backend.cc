@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "kernels/cuda/cuda_backend.h"
@@ -203,6 +204,17 @@ absl::Status ProfilingBackend::Linear(const float* x, int64_t x_stride, int64_t 
   const auto it = linear_names_.find(&w);
   return Timed(it == linear_names_.end() ? std::string("Linear") : it->second, true,
                [&] { return inner_.Linear(x, x_stride, rows, w, y, y_stride); });
+}
+// Keyed by its weights' names joined with " + ": the inner backend may run them in one launch.
+absl::Status ProfilingBackend::Linears(const float* x, int64_t x_stride, int64_t rows,
+                                       absl::Span<const backend::LinearOutput> outs) {
+  std::string name;
+  for (const backend::LinearOutput& o : outs) {
+    const auto it = linear_names_.find(o.w);
+    absl::StrAppend(&name, name.empty() ? "" : " + ",
+                    it == linear_names_.end() ? std::string("Linear") : it->second);
+  }
+  return Timed(name, true, [&] { return inner_.Linears(x, x_stride, rows, outs); });
 }
 absl::Status ProfilingBackend::Rope(float* x, int64_t x_stride, int64_t rows, int64_t heads,
                                     int64_t head_dim, int64_t rot_dim, const float* cos,

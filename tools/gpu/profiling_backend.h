@@ -81,6 +81,8 @@ class ProfilingBackend final : public backend::Backend {
                        const float* weight, float eps, float* y, int64_t y_stride) override;
   absl::Status Linear(const float* x, int64_t x_stride, int64_t rows,
                       const backend::LinearHandle& w, float* y, int64_t y_stride) override;
+  absl::Status Linears(const float* x, int64_t x_stride, int64_t rows,
+                       absl::Span<const backend::LinearOutput> outs) override;
   absl::Status Rope(float* x, int64_t x_stride, int64_t rows, int64_t heads, int64_t head_dim,
                     int64_t rot_dim, const float* cos, const float* sin) override;
   absl::Status SwiGlu(const float* gate, const float* up, int64_t in_stride, int64_t rows,
