@@ -30,9 +30,10 @@ absl::Status AttentionBlockForward(backend::Backend& be, const AttentionBlockSha
   ABSL_ASSIGN_OR_RETURN(auto k, be.AllocateFloats(n * kv_width));
   ABSL_ASSIGN_OR_RETURN(auto v, be.AllocateFloats(n * kv_width));
   ABSL_ASSIGN_OR_RETURN(auto attn, be.AllocateFloats(n * q_width));
-  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.q_proj, q_proj->floats(), q_proj_width));
-  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.k_proj, k->floats(), kv_width));
-  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.v_proj, v->floats(), kv_width));
+  const backend::LinearOutput qkv[] = {{w.q_proj.get(), q_proj->floats(), q_proj_width},
+                                       {w.k_proj.get(), k->floats(), kv_width},
+                                       {w.v_proj.get(), v->floats(), kv_width}};
+  ABSL_RETURN_IF_ERROR(be.Linears(x, shape.hidden, n, qkv));
   float* q = q_proj->floats();
   std::unique_ptr<backend::Buffer> q_only;
   if (shape.output_gate) {  // Per head [query (d), gate (d)]: gather the queries, [n * heads, d].

@@ -20,8 +20,9 @@ absl::Status MlpBlockForward(backend::Backend& be, const MlpBlockHandles& w, con
   ABSL_ASSIGN_OR_RETURN(auto gate_up, be.AllocateFloats(rows * 2 * inter));  // [rows, (gate | up)]
   float* gate = gate_up->floats();
   float* up = gate + inter;
-  ABSL_RETURN_IF_ERROR(be.Linear(x, hidden, rows, *w.gate_proj, gate, 2 * inter));
-  ABSL_RETURN_IF_ERROR(be.Linear(x, hidden, rows, *w.up_proj, up, 2 * inter));
+  const backend::LinearOutput gate_up_outs[] = {{w.gate_proj.get(), gate, 2 * inter},
+                                                {w.up_proj.get(), up, 2 * inter}};
+  ABSL_RETURN_IF_ERROR(be.Linears(x, hidden, rows, gate_up_outs));
   ABSL_RETURN_IF_ERROR(be.SwiGlu(gate, up, 2 * inter, rows, inter, gate, 2 * inter));
   return be.Linear(gate, 2 * inter, rows, *w.down_proj, out, hidden);
 }

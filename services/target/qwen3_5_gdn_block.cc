@@ -99,9 +99,10 @@ absl::Status GdnBlockForward(backend::Backend& be, const GdnBlockShape& shape,
   ABSL_ASSIGN_OR_RETURN(auto ab, be.AllocateFloats(n * 2 * v_heads));  // Row t: a, then b.
   ABSL_ASSIGN_OR_RETURN(auto conv_out, be.AllocateFloats(n * channels));
   ABSL_ASSIGN_OR_RETURN(auto core, be.AllocateFloats(n * value_width));
-  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.in_proj_qkv, qkv, channels));
-  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.in_proj_z, z->floats(), value_width));
-  ABSL_RETURN_IF_ERROR(be.Linear(x, shape.hidden, n, *w.in_proj_ab, ab->floats(), 2 * v_heads));
+  const backend::LinearOutput in_proj[] = {{w.in_proj_qkv.get(), qkv, channels},
+                                           {w.in_proj_z.get(), z->floats(), value_width},
+                                           {w.in_proj_ab.get(), ab->floats(), 2 * v_heads}};
+  ABSL_RETURN_IF_ERROR(be.Linears(x, shape.hidden, n, in_proj));
   ABSL_RETURN_IF_ERROR(be.GatedDeltaNetGates(ab->floats(), ab->floats() + v_heads, 2 * v_heads, n,
                                              v_heads, w.a_log->floats(), w.dt_bias->floats(), g,
                                              beta));
