@@ -148,14 +148,13 @@ absl::Status GdnBlockCommit(backend::Backend& be, const GdnBlockShape& shape,
       const float* conv_in = state.replay();
       const float* g = conv_in + pending * channels;
       const float* beta = g + pending * v_heads;
-      absl::StatusOr<std::unique_ptr<backend::Buffer>> conv_out =
-          be.AllocateFloats(n_keep * channels);
-      absl::StatusOr<std::unique_ptr<backend::Buffer>> core =
-          be.AllocateFloats(n_keep * shape.value_width());
-      status = !conv_out.ok() ? conv_out.status()
-               : !core.ok()   ? core.status()
-                              : RunRecurrence(be, shape, w, conv_in, g, beta, n_keep, state,
-                                              (*conv_out)->floats(), (*core)->floats());
+      // One buffer for the conv output and the (unused) core output: the commit is host-bound.
+      absl::StatusOr<std::unique_ptr<backend::Buffer>> scratch =
+          be.AllocateFloats(n_keep * (channels + shape.value_width()));
+      status = !scratch.ok()
+                   ? scratch.status()
+                   : RunRecurrence(be, shape, w, conv_in, g, beta, n_keep, state,
+                                   (*scratch)->floats(), (*scratch)->floats() + n_keep * channels);
     }
   }
   state.EndForward();  // Nothing pending now, whatever happened.
