@@ -116,6 +116,29 @@ class Bench {
     return Summarize(us);
   }
 
+  // Times one CUDA graph of what `issue` queues on the stream (2 warm-up launches, 20 timed).
+  absl::StatusOr<Stats> TimeGraph(const std::function<absl::Status()>& issue) {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    BENCH_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
+    const absl::Status issued = issue();
+    BENCH_CUDA(cudaStreamEndCapture(stream_, &graph));
+    if (!issued.ok()) {
+      BENCH_CUDA(cudaGraphDestroy(graph));
+      return issued;
+    }
+    BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    absl::StatusOr<Stats> s = Time(
+        [&](int) -> absl::Status {
+          BENCH_CUDA(cudaGraphLaunch(exec, stream_));
+          return absl::OkStatus();
+        },
+        2, 20);
+    BENCH_CUDA(cudaGraphExecDestroy(exec));
+    BENCH_CUDA(cudaGraphDestroy(graph));
+    return s;
+  }
+
   absl::Status Copy() {
     const size_t bytes = size_t{4} << 30;
     void *a = nullptr, *b = nullptr;
@@ -304,18 +327,11 @@ class Bench {
           std::printf("  rows %2d: n/a (%s)\n", m, std::string(warm.message()).c_str());
           continue;
         }
-        cudaGraph_t graph;
-        cudaGraphExec_t exec;
-        BENCH_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
-        for (const auto& g : ws) ABSL_RETURN_IF_ERROR(run_group(g, m, !together));
-        BENCH_CUDA(cudaStreamEndCapture(stream_, &graph));
-        BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-        ABSL_ASSIGN_OR_RETURN(Stats s, Time(
-                                           [&](int) -> absl::Status {
-                                             BENCH_CUDA(cudaGraphLaunch(exec, stream_));
-                                             return absl::OkStatus();
-                                           },
-                                           2, 20));
+        ABSL_ASSIGN_OR_RETURN(const Stats s, TimeGraph([&]() -> absl::Status {
+                                for (const auto& g : ws)
+                                  ABSL_RETURN_IF_ERROR(run_group(g, m, !together));
+                                return absl::OkStatus();
+                              }));
         if (m == 1) one_row[together] = s.median_us;
         median[together] = s.median_us;
         const double gbs = total / (s.median_us * 1e3);
@@ -338,8 +354,6 @@ class Bench {
                                     {"gbs", gbs},
                                     {"exllamav3_ms", anchor},
                                     {"tuning", Tuning()}});
-        BENCH_CUDA(cudaGraphExecDestroy(exec));
-        BENCH_CUDA(cudaGraphDestroy(graph));
       }
       if (median[0] > 0 && median[1] > 0)
         std::printf("  rows %2d: together / separate = %.3f\n", m, median[1] / median[0]);
@@ -356,23 +370,14 @@ class Bench {
     std::printf("Launch floor: 401 launches of a 256 x 128 K = 4 linear, one CUDA graph\n");
     for (int m : {1, 16, 64}) {
       for (int i = 0; i < 401; ++i) ABSL_RETURN_IF_ERROR(Run(copies[i % copies.size()], m, y_));
-      cudaGraph_t graph;
-      cudaGraphExec_t exec;
-      BENCH_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed));
-      for (int i = 0; i < 401; ++i) ABSL_RETURN_IF_ERROR(Run(copies[i % copies.size()], m, y_));
-      BENCH_CUDA(cudaStreamEndCapture(stream_, &graph));
-      BENCH_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-      ABSL_ASSIGN_OR_RETURN(Stats s, Time(
-                                         [&](int) -> absl::Status {
-                                           BENCH_CUDA(cudaGraphLaunch(exec, stream_));
-                                           return absl::OkStatus();
-                                         },
-                                         2, 20));
+      ABSL_ASSIGN_OR_RETURN(const Stats s, TimeGraph([&]() -> absl::Status {
+                              for (int i = 0; i < 401; ++i)
+                                ABSL_RETURN_IF_ERROR(Run(copies[i % copies.size()], m, y_));
+                              return absl::OkStatus();
+                            }));
       std::printf("  rows %2d: %.3f ms median, %.2f us a launch\n", m, s.median_us / 1e3,
                   s.median_us / 401);
       json_["floor"].push_back({{"rows", m}, {"median_us", s.median_us}, {"tuning", Tuning()}});
-      BENCH_CUDA(cudaGraphExecDestroy(exec));
-      BENCH_CUDA(cudaGraphDestroy(graph));
     }
     std::printf("\n");
     return absl::OkStatus();
