@@ -189,14 +189,8 @@ class CudaBackend final : public backend::Backend {
     if (linear->kind() == CudaLinear::Kind::kQ4) {
       return cuda::Q4Linear(Ctx(), x, x_stride, rows, linear->q4().view(), y, y_stride);
     }
-    if (rows < 0) return absl::InvalidArgumentError(absl::StrFormat("Linear: rows %d", rows));
-    if (rows == 0) return absl::OkStatus();
-    const size_t bytes = Exl3LinearWorkspaceBytes(linear->exl3(), rows);
-    ABSL_RETURN_IF_ERROR(ReserveExl3Workspace(bytes));
-    Context ctx = Ctx();
-    ctx.workspace = exl3_workspace_->data();
-    ctx.workspace_bytes = exl3_workspace_->bytes();
-    return Exl3Linear(ctx, x, x_stride, rows, linear->exl3(), y, y_stride);
+    const Exl3LinearOutput out{&linear->exl3(), y, y_stride};
+    return RunExl3(x, x_stride, rows, &out, 1);
   }
 
   // Consecutive EXL3 weights of one k, K and codebook share a launch (Exl3Linears); others run
@@ -223,14 +217,8 @@ class CudaBackend final : public backend::Backend {
         ++i;
         continue;
       }
-      if (rows < 0) return absl::InvalidArgumentError(absl::StrFormat("Linears: rows %d", rows));
-      if (rows == 0) return absl::OkStatus();
       DeviceGuard guard(device_);
-      ABSL_RETURN_IF_ERROR(ReserveExl3Workspace(Exl3LinearsWorkspaceBytes(group, n, rows)));
-      Context ctx = Ctx();
-      ctx.workspace = exl3_workspace_->data();
-      ctx.workspace_bytes = exl3_workspace_->bytes();
-      ABSL_RETURN_IF_ERROR(Exl3Linears(ctx, x, x_stride, rows, group, n));
+      ABSL_RETURN_IF_ERROR(RunExl3(x, x_stride, rows, group, n));
       i += static_cast<size_t>(n);
     }
     return absl::OkStatus();
@@ -403,6 +391,18 @@ class CudaBackend final : public backend::Backend {
           absl::StrFormat("%s: the handle was not made by a CUDA backend", op));
     }
     return const_cast<T*>(ours);
+  }
+
+  // Exl3Linears on the backend's workspace, grown to what these weights need at `rows` rows.
+  absl::Status RunExl3(const float* x, int64_t x_stride, int64_t rows, const Exl3LinearOutput* outs,
+                       int count) {
+    if (rows < 0) return absl::InvalidArgumentError(absl::StrFormat("Linear: rows %d", rows));
+    if (rows == 0) return absl::OkStatus();
+    ABSL_RETURN_IF_ERROR(ReserveExl3Workspace(Exl3LinearsWorkspaceBytes(outs, count, rows)));
+    Context ctx = Ctx();
+    ctx.workspace = exl3_workspace_->data();
+    ctx.workspace_bytes = exl3_workspace_->bytes();
+    return Exl3Linears(ctx, x, x_stride, rows, outs, count);
   }
 
   // The EXL3 linear's counters must start at zero: a larger workspace is zeroed once, in order.

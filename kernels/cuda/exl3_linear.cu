@@ -461,11 +461,6 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
 
 }  // namespace exl3_run
 
-size_t Exl3LinearWorkspaceBytes(const Exl3DeviceWeight& w, int64_t rows) {
-  const Exl3LinearOutput out{&w, nullptr, 0};
-  return Exl3LinearsWorkspaceBytes(&out, 1, rows);
-}
-
 absl::Status Exl3Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
                         const Exl3DeviceWeight& w, float* y, int64_t y_stride) {
   const Exl3LinearOutput out{&w, y, y_stride};

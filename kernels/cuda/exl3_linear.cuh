@@ -58,9 +58,6 @@ struct Context {
   int exl3_separate = 0;
 };
 
-// Bytes of workspace Exl3Linear needs for `w` at up to `rows` rows.
-size_t Exl3LinearWorkspaceBytes(const Exl3DeviceWeight& w, int64_t rows);
-
 // y[rows, n] = x[rows, k] @ W, x and y device fp32, row strides x_stride and y_stride in floats.
 // Same arithmetic as cpu::Exl3Linear except the order of the fp32 sums inside a group of k-tiles
 // (xh is bit-identical; products of fp16 values are exact). Asynchronous on ctx.stream; uses
@@ -79,8 +76,8 @@ struct Exl3LinearOutput {
 };
 inline constexpr int kMaxExl3Linears = 3;
 
-// Bytes of workspace Exl3Linears needs for these weights at up to `rows` rows (0 if they cannot
-// share a launch).
+// Bytes of workspace Exl3Linears (and Exl3Linear, as one weight) needs for these weights at up to
+// `rows` rows (0 for weights it refuses).
 size_t Exl3LinearsWorkspaceBytes(const Exl3LinearOutput* outs, int count, int64_t rows);
 
 // y_i = x @ W_i for 1..kMaxExl3Linears weights of one k, K and codebook (each with its own plan):
