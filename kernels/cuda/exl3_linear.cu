@@ -283,8 +283,7 @@ int TilesOf(const Shape& s, int ng, const Context& ctx) {
 }
 
 // SMs per part in proportion to its weight bytes (one k and K: its column blocks), at least one.
-std::vector<int> ShareSms(const Shape* shapes, int count, int sms) {
-  std::vector<int> share(count, 1);
+void ShareSms(const Shape* shapes, int count, int sms, int* share) {
   int64_t total = 0;
   for (int i = 0; i < count; ++i) total += shapes[i].nb;
   int used = 0, largest = 0;
@@ -294,7 +293,6 @@ std::vector<int> ShareSms(const Shape* shapes, int count, int sms) {
     if (shapes[i].nb > shapes[largest].nb) largest = i;
   }
   share[largest] = std::max(1, share[largest] + sms - used);
-  return share;
 }
 
 // The part's matrix, workspace and schedule in the launch's parameters.
@@ -376,7 +374,8 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
   const int bits = shapes[0].bits;
   const int l2_ahead = ctx.exl3_l2_ahead == 0 ? std::max(4, kL2AheadBytes / (128 * bits))
                                               : std::max(ctx.exl3_l2_ahead, 0);
-  const std::vector<int> share = ShareSms(shapes, count, sms);
+  int share[ek::kMaxParts];  // On the host path of every linear: no allocation.
+  ShareSms(shapes, count, sms, share);
 
   // Launches parts [first, first + n) side by side with these schedules (one each).
   auto launch = [&](int first, int n, const Schedule* c, int64_t r0, int m) -> absl::Status {
