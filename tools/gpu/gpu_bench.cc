@@ -1,10 +1,11 @@
 // twinspan_gpu_bench: the CUDA backend against the H200's limit, in one run. Measures copy
 // bandwidth, the EXL3 linear at the Qwen3.8-27B shapes (K = 2..6, rows 1/8/16/64), the 401 linears
-// of one forward as one CUDA graph, and the head full / two-span / 384-tail (each span set one
-// Exl3SpanLinear launch), on synthetic random trellis made on the GPU (any bits are a valid
-// trellis in any layout). Each number is a median of CUDA-event times of calls queued back to back
-// behind a spin kernel, with weight copies rotating over >= 256 MB so every call reads HBM
-// (anchor-perf.md's method); exllamav3's numbers from anchor-perf.md are printed beside ours.
+// of one forward as one CUDA graph, the head full / two-span / 384-tail (each span set one
+// Exl3SpanLinear launch) and the drafter's Q4 linears, on synthetic random trellis made on the GPU
+// (any bits are a valid trellis in any layout). Each number is a median of CUDA-event times of
+// calls queued back to back behind a spin kernel, with weight copies rotating over >= 256 MB so
+// every call reads HBM (anchor-perf.md's method); exllamav3's numbers from anchor-perf.md are
+// printed beside ours.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include "kernels/cuda/exl3_layout.h"
 #include "kernels/cuda/exl3_linear.cuh"
 #include "kernels/cuda/exl3_span_linear.cuh"
+#include "kernels/cuda/q4_linear.cuh"
 #include "nlohmann/json.hpp"
 #include "tools/gpu/anchor_exllamav3.h"
 #include "tools/gpu/synthetic.cuh"
@@ -68,6 +70,23 @@ constexpr Linear27B kLinears[] = {
 };
 
 int64_t TrellisBytes(int64_t k, int64_t n, int bits) { return k * n * bits / 8; }
+
+struct DrafterQ4 {
+  const char* name;
+  int64_t n, k;  // Out, in.
+  int per_block;
+};
+
+// The linears of one DFlash2 drafter layer of the 27B (5 layers) and how many a block runs.
+constexpr DrafterQ4 kDrafterQ4[] = {
+    {"q_proj", 4096, 5120, 1},     {"k_proj / v_proj", 1024, 5120, 2},
+    {"o_proj", 5120, 4096, 1},     {"gate_proj / up_proj", 17408, 5120, 2},
+    {"down_proj", 5120, 17408, 1},
+};
+constexpr int kDrafterLayers = 5;
+
+// Codes (half a byte a weight) plus one fp16 (scale, offset) pair per 128 weights.
+int64_t Q4Bytes(int64_t n, int64_t k) { return n * k / 2 + n * k / 128 * 4; }
 
 class Bench {
  public:
@@ -462,6 +481,78 @@ class Bench {
     return absl::OkStatus();
   }
 
+  // The drafter's Q4 linears: each shape at 1 / 8 / 16 rows (copies rotating over >= 256 MB), then
+  // the 35 of one drafted block (5 layers, distinct weights) in one CUDA graph, against copy
+  // bandwidth.
+  absl::Status Q4Linears() {
+    constexpr int64_t kPoolBytes = int64_t{1} << 30;
+    if (!q4_codes_) {
+      BENCH_CUDA(cudaMalloc(&q4_codes_, kPoolBytes));
+      BENCH_CUDA(cudaMalloc(&q4_scales_, kPoolBytes / 16));
+      BENCH_CUDA(FillRandomWords(static_cast<uint16_t*>(q4_codes_), kPoolBytes / 2, 6, stream_));
+      BENCH_CUDA(FillRandomScales(static_cast<uint16_t*>(q4_scales_), kPoolBytes / 32, 7, stream_));
+    }
+    // The weight whose codes start `offset` bytes into the pool (its scales at offset / 16).
+    auto weight = [&](int64_t n, int64_t k, int64_t offset) {
+      cuda::Q4DeviceWeight w;
+      w.codes = static_cast<const uint8_t*>(q4_codes_) + offset;
+      w.scale_offset =
+          reinterpret_cast<const __half2*>(static_cast<char*>(q4_scales_) + offset / 16);
+      w.n = n;
+      w.k = k;
+      return w;
+    };
+    auto run = [&](const cuda::Q4DeviceWeight& w, int m) {
+      return cuda::Q4Linear(cuda::Context{stream_, nullptr, 0}, x_, w.k, m, w, y_, w.n);
+    };
+    std::printf("Q4 linears of the 27B's DFlash2 drafter. Cell: us, GB/s, %% of copy bandwidth\n");
+    for (const DrafterQ4& l : kDrafterQ4) {
+      const int64_t codes = l.n * l.k / 2;
+      const int64_t copies = std::max<int64_t>(2, (int64_t{256} << 20) / codes + 1);
+      std::printf("  %-20s %5lldx%-5lld %6.1f MB |", l.name, static_cast<long long>(l.n),
+                  static_cast<long long>(l.k), Q4Bytes(l.n, l.k) / 1e6);
+      for (int m : {1, 8, 16}) {
+        ABSL_ASSIGN_OR_RETURN(
+            const Stats s,
+            Time([&](int i) { return run(weight(l.n, l.k, (i % copies) * codes), m); }, 3, reps_));
+        const double gbs = Q4Bytes(l.n, l.k) / (s.median_us * 1e3);
+        std::printf(" m = %2d: %6.1f us %5.0f GB/s %3.0f%% |", m, s.median_us, gbs,
+                    100 * gbs / copy_gbs_);
+        json_["q4"].push_back({{"name", l.name},
+                               {"n", l.n},
+                               {"k", l.k},
+                               {"rows", m},
+                               {"median_us", s.median_us},
+                               {"gbs", gbs}});
+      }
+      std::printf("\n");
+    }
+    std::vector<cuda::Q4DeviceWeight> block;
+    int64_t offset = 0, bytes = 0;
+    for (int layer = 0; layer < kDrafterLayers; ++layer)
+      for (const DrafterQ4& l : kDrafterQ4)
+        for (int i = 0; i < l.per_block; ++i) {
+          block.push_back(weight(l.n, l.k, offset));
+          offset += l.n * l.k / 2;
+          bytes += Q4Bytes(l.n, l.k);
+        }
+    for (int m : {1, 8}) {
+      ABSL_ASSIGN_OR_RETURN(const Stats s, TimeGraph([&]() -> absl::Status {
+                              for (const auto& w : block) ABSL_RETURN_IF_ERROR(run(w, m));
+                              return absl::OkStatus();
+                            }));
+      const double gbs = bytes / (s.median_us * 1e3);
+      std::printf(
+          "  one block's %zu Q4 linears, rows %d, one CUDA graph: %.3f ms median (p10 %.3f, p90 "
+          "%.3f), %.1f MB, %.0f GB/s = %.1f%% of copy; floor %.3f ms\n",
+          block.size(), m, s.median_us / 1e3, s.p10_us / 1e3, s.p90_us / 1e3, bytes / 1e6, gbs,
+          100 * gbs / copy_gbs_, bytes / (copy_gbs_ * 1e6));
+      json_["q4_block"].push_back({{"rows", m}, {"median_us", s.median_us}, {"bytes", bytes}});
+    }
+    std::printf("\n");
+    return absl::OkStatus();
+  }
+
   std::string Tuning() const {
     return absl::StrFormat("%d:%d:%d:%d:%d", schedule_, blocks_per_sm_, l2_ahead_, warps_, tiles_);
   }
@@ -485,6 +576,8 @@ class Bench {
   void* pool_ = nullptr;
   int64_t pool_bytes_ = 0;
   void* forward_weights_ = nullptr;
+  void* q4_codes_ = nullptr;
+  void* q4_scales_ = nullptr;
   double copy_gbs_ = kAnchorCopyGBs;
   nlohmann::json json_;
 };
@@ -514,6 +607,7 @@ absl::Status Main(const std::string& json_path, const std::string& sections,
     if (has("forward")) ABSL_RETURN_IF_ERROR(bench.Forward(4, 6));
     if (has("floor")) ABSL_RETURN_IF_ERROR(bench.Floor());
     if (t == 0 && has("linears")) ABSL_RETURN_IF_ERROR(bench.Linears(bits));
+    if (t == 0 && has("q4")) ABSL_RETURN_IF_ERROR(bench.Q4Linears());
   }
   if (!json_path.empty()) {
     std::ofstream f(json_path);
@@ -528,7 +622,7 @@ absl::Status Main(const std::string& json_path, const std::string& sections,
 
 int main(int argc, char** argv) {
   CLI::App app{"Twinspan CUDA backend benchmark against the H200's copy bandwidth"};
-  std::string json, sections = "head,forward,floor,linears";
+  std::string json, sections = "head,forward,floor,linears,q4";
   std::vector<int> bits = {2, 3, 4, 5, 6};
   int reps = 30;
   std::vector<std::string> tunings = {"0:0:0"};
@@ -537,7 +631,7 @@ int main(int argc, char** argv) {
          "--tunings", tunings,
          "comma list of schedule:blocks_per_sm:l2_ahead[:warps[:tiles]] to time (default 0:0:0)")
       ->delimiter(',');
-  app.add_option("--sections", sections, "comma list of head, forward, floor, linears");
+  app.add_option("--sections", sections, "comma list of head, forward, floor, linears, q4");
   app.add_option("--bits", bits, "comma list of K values of the per-linear table")
       ->check(CLI::Range(1, 8))
       ->delimiter(',');
