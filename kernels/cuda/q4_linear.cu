@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "absl/strings/str_format.h"
@@ -14,27 +15,46 @@ namespace {
 
 namespace qk = q4_kernel;
 
-// Blocks per SM the launch aims to fill (two 256-thread blocks of ~100 registers fit an SM).
+// Blocks per SM the row tiles aim to fill (two 256-thread blocks of 128 registers fit an SM).
 constexpr int64_t kBlocksPerSm = 2;
 
 bool Misaligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; }
 
+// Lets kernel R, C use its shared memory on `device`: once per device, since the call costs
+// microseconds of host time and a draft launches ~45 Q4 linears.
 template <int R, int C>
-cudaError_t Launch(const qk::Params& p, dim3 grid, cudaStream_t stream) {
+cudaError_t AllowSharedMemory(int device) {
+  static std::atomic<uint64_t> done{0};  // Bit d: set on device d (ids 0..63 remembered).
+  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
+  if ((done.load(std::memory_order_acquire) & bit) != 0) return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(
+      &qk::Q4LinearKernel<R, C>, cudaFuncAttributeMaxDynamicSharedMemorySize, qk::SmemBytes(R));
+  if (e == cudaSuccess) done.fetch_or(bit, std::memory_order_release);
+  return e;
+}
+
+template <int R, int C>
+cudaError_t Launch(const qk::Params& p, dim3 grid, int device, cudaStream_t stream) {
+  constexpr int smem = qk::SmemBytes(R);
+  if constexpr (smem > 48 * 1024) {
+    const cudaError_t e = AllowSharedMemory<R, C>(device);
+    if (e != cudaSuccess) return e;
+  }
   // Plain launch: launched early, the draft's kernels cost it ~0.1 ms on the H200 (docs/perf.md).
-  qk::Q4LinearKernel<R, C><<<grid, qk::kThreads, qk::SmemBytes(R), stream>>>(p);
+  qk::Q4LinearKernel<R, C><<<grid, qk::kThreads, smem, stream>>>(p);
   return cudaGetLastError();
 }
 
 template <int R>
-cudaError_t LaunchColumns(int columns, const qk::Params& p, dim3 grid, cudaStream_t stream) {
+cudaError_t LaunchColumns(int columns, const qk::Params& p, dim3 grid, int device,
+                          cudaStream_t stream) {
   switch (columns) {
     case 4:
-      return Launch<R, 4>(p, grid, stream);
+      return Launch<R, 4>(p, grid, device, stream);
     case 2:
-      return Launch<R, 2>(p, grid, stream);
+      return Launch<R, 2>(p, grid, device, stream);
     default:
-      return Launch<R, 1>(p, grid, stream);
+      return Launch<R, 1>(p, grid, device, stream);
   }
 }
 
@@ -87,16 +107,16 @@ absl::Status Q4Linear(const Context& ctx, const float* x, int64_t x_stride, int6
   cudaError_t e = cudaSuccess;
   switch (r) {
     case 8:
-      e = LaunchColumns<8>(columns, p, grid, ctx.stream);
+      e = LaunchColumns<8>(columns, p, grid, device, ctx.stream);
       break;
     case 4:
-      e = LaunchColumns<4>(columns, p, grid, ctx.stream);
+      e = LaunchColumns<4>(columns, p, grid, device, ctx.stream);
       break;
     case 2:
-      e = LaunchColumns<2>(columns, p, grid, ctx.stream);
+      e = LaunchColumns<2>(columns, p, grid, device, ctx.stream);
       break;
     default:
-      e = LaunchColumns<1>(columns, p, grid, ctx.stream);
+      e = LaunchColumns<1>(columns, p, grid, device, ctx.stream);
       break;
   }
   if (e != cudaSuccess)
