@@ -56,6 +56,8 @@ struct Context {
   int exl3_item_tiles = 0;
   // 1: Exl3Linears launches each weight on its own (the A/B of one launch for all).
   int exl3_separate = 0;
+  // Q4Linear's output columns per warp: 0 picks by shape, else 1, 2 or 4 (same bits).
+  int q4_columns = 0;
 };
 
 // y[rows, n] = x[rows, k] @ W, x and y device fp32, row strides x_stride and y_stride in floats.

@@ -84,10 +84,18 @@ absl::Status Q4Linear(const Context& ctx, const float* x, int64_t x_stride, int6
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
     return absl::InternalError("Q4Linear: cannot read the device's SM count");
   const int64_t target_blocks = kBlocksPerSm * sms;
-  // More columns per warp reuse each staged x value more; fewer give small matrices more blocks.
-  int columns = 4;
-  while (columns > 1 && (w.n + qk::kWarps * columns - 1) / (qk::kWarps * columns) < target_blocks)
-    columns /= 2;
+  // Four columns a warp reuse each staged x value most, but where their grid fills its waves of one
+  // block per SM to less than 80%, two do better (the drafter's shapes at 1, 8 and 16 rows on the
+  // H200; docs/perf.md). One column a warp never did.
+  const int64_t blocks4 = (w.n + qk::kWarps * 4 - 1) / (qk::kWarps * 4);
+  const int64_t waves4 = (blocks4 + sms - 1) / sms;
+  int columns = 5 * blocks4 >= 4 * waves4 * sms ? 4 : 2;
+  if (ctx.q4_columns != 0) {
+    if (ctx.q4_columns != 1 && ctx.q4_columns != 2 && ctx.q4_columns != 4)
+      return absl::InvalidArgumentError(
+          absl::StrFormat("Q4Linear: q4_columns = %d; 0, 1, 2 or 4", ctx.q4_columns));
+    columns = ctx.q4_columns;
+  }
   const int r = rows >= 8 ? 8 : (rows >= 4 ? 4 : (rows >= 2 ? 2 : 1));
   const int64_t blocks_x = (w.n + qk::kWarps * columns - 1) / (qk::kWarps * columns);
   const int64_t row_tiles = (rows + r - 1) / r;

@@ -1,8 +1,9 @@
 // GPU tests of kernels/cuda/q4_linear against cpu::Q4Linear on random weights and inputs (never
 // zeros): within the stated bound for every shape class (column counts that pick each warp width,
 // k with and without a partial 1024-feature chunk, strided rows), row invariance bit for bit for
-// 1..64 rows, outputs outside the written range left alone, and bad arguments refused. Needs a
-// GPU: run through scripts/gpu-check.sh, not ctest.
+// 1..64 rows, the same bits for every forced columns-per-warp tuning, outputs outside the written
+// range left alone, and bad arguments refused. Needs a GPU: run through scripts/gpu-check.sh, not
+// ctest.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -74,11 +75,13 @@ DeviceQ4Weight Upload(const cpu::Q4Weight& w) {
 
 // Runs the GPU op on host rows x (row stride x_stride); returns y with row stride y_stride.
 std::vector<float> RunGpu(const DeviceQ4Weight& w, const std::vector<float>& x, int64_t rows,
-                          int64_t x_stride, int64_t y_stride) {
+                          int64_t x_stride, int64_t y_stride, int columns = 0) {
   DeviceFloats xd(x.size()), yd(rows * y_stride);
   EXPECT_EQ(xd.Upload(x), cudaSuccess);
   EXPECT_EQ(yd.Poison(), cudaSuccess);
-  const absl::Status s = Q4Linear({}, xd.get(), x_stride, rows, w.view(), yd.get(), y_stride);
+  Context ctx;
+  ctx.q4_columns = columns;
+  const absl::Status s = Q4Linear(ctx, xd.get(), x_stride, rows, w.view(), yd.get(), y_stride);
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -92,7 +95,7 @@ struct Shape {
 // Tolerance: both orders add k products in fp32; the CPU's chain is k / 8 + 3 adds deep, the
 // GPU's k / 32 + 5, so |gpu - cpu| <= (k / 8 + k / 32 + 8) 2^-24 sum_i |x_i w_i| (Higham's bound).
 TEST(Q4LinearCudaTest, MatchesTheCpuOpWithinTheSummationBound) {
-  // On 132 SMs: n 17408 runs 4 columns a warp, 5120 two, the others one.
+  // On 132 SMs n 17408 and 4096 run 4 columns a warp, the others 2 (the next test forces 1).
   for (const Shape shape : {Shape{45, 128}, Shape{1280, 5120}, Shape{300, 1152}, Shape{4096, 384},
                             Shape{5120, 256}, Shape{17408, 256}, Shape{256, 17408}}) {
     const cpu::Q4Weight w = RandomWeight(shape.n, shape.k, 11);
@@ -146,6 +149,23 @@ TEST(Q4LinearCudaTest, RowInvariantBitForBitForOneToSixtyFourRows) {
   }
 }
 
+// Columns a warp (Context::q4_columns, a tuning) change the grid, never a bit.
+TEST(Q4LinearCudaTest, EveryColumnsPerWarpGivesTheSameBits) {
+  for (const Shape shape : {Shape{1280, 5120}, Shape{17408, 256}, Shape{45, 1152}}) {
+    const cpu::Q4Weight w = RandomWeight(shape.n, shape.k, 41);
+    const DeviceQ4Weight dw = Upload(w);
+    for (const int64_t rows : {1, 5, 8, 19}) {
+      const std::vector<float> x = Normal(rows * shape.k, 42 + rows, 1.0f);
+      const std::vector<float> automatic = RunGpu(dw, x, rows, shape.k, shape.n);
+      for (const int columns : {1, 2, 4}) {
+        const std::vector<float> y = RunGpu(dw, x, rows, shape.k, shape.n, columns);
+        ASSERT_EQ(std::memcmp(y.data(), automatic.data(), y.size() * sizeof(float)), 0)
+            << "n " << shape.n << " k " << shape.k << " rows " << rows << " columns " << columns;
+      }
+    }
+  }
+}
+
 TEST(Q4LinearCudaTest, RefusesBadArguments) {
   const cpu::Q4Weight w = RandomWeight(64, 256, 31);
   const DeviceQ4Weight dw = Upload(w);
@@ -169,6 +189,9 @@ TEST(Q4LinearCudaTest, RefusesBadArguments) {
   odd.codes = nullptr;
   EXPECT_EQ(code(x.get(), 256, 2, odd, y.get(), 64), bad);
   EXPECT_EQ(code(x.get(), 256, 0, v, y.get(), 64), absl::StatusCode::kOk);
+  Context three_columns;
+  three_columns.q4_columns = 3;
+  EXPECT_EQ(Q4Linear(three_columns, x.get(), 256, 2, v, y.get(), 64).code(), bad);
   EXPECT_FALSE(DeviceQ4Weight::Upload(64, 256, w.codes().subspan(1), w.scales(), w.offsets()).ok());
   EXPECT_FALSE(DeviceQ4Weight::Upload(64, 200, w.codes(), w.scales(), w.offsets()).ok());
   CUDA_OK(cudaGetLastError());

@@ -502,30 +502,42 @@ class Bench {
       w.k = k;
       return w;
     };
-    auto run = [&](const cuda::Q4DeviceWeight& w, int m) {
-      return cuda::Q4Linear(cuda::Context{stream_, nullptr, 0}, x_, w.k, m, w, y_, w.n);
+    auto run = [&](const cuda::Q4DeviceWeight& w, int m, int columns = 0) {
+      cuda::Context ctx{stream_, nullptr, 0};
+      ctx.q4_columns = columns;
+      return cuda::Q4Linear(ctx, x_, w.k, m, w, y_, w.n);
     };
     std::printf("Q4 linears of the 27B's DFlash2 drafter. Cell: us, GB/s, %% of copy bandwidth\n");
     for (const DrafterQ4& l : kDrafterQ4) {
       const int64_t codes = l.n * l.k / 2;
       const int64_t copies = std::max<int64_t>(2, (int64_t{256} << 20) / codes + 1);
+      std::string tuned;  // Columns a warp forced to 1, 2, 4 (cuda::Context::q4_columns).
       std::printf("  %-20s %5lldx%-5lld %6.1f MB |", l.name, static_cast<long long>(l.n),
                   static_cast<long long>(l.k), Q4Bytes(l.n, l.k) / 1e6);
       for (int m : {1, 8, 16}) {
-        ABSL_ASSIGN_OR_RETURN(
-            const Stats s,
-            Time([&](int i) { return run(weight(l.n, l.k, (i % copies) * codes), m); }, 3, reps_));
-        const double gbs = Q4Bytes(l.n, l.k) / (s.median_us * 1e3);
-        std::printf(" m = %2d: %6.1f us %5.0f GB/s %3.0f%% |", m, s.median_us, gbs,
-                    100 * gbs / copy_gbs_);
-        json_["q4"].push_back({{"name", l.name},
-                               {"n", l.n},
-                               {"k", l.k},
-                               {"rows", m},
-                               {"median_us", s.median_us},
-                               {"gbs", gbs}});
+        tuned += absl::StrFormat(" m = %2d:", m);
+        for (int columns : {0, 1, 2, 4}) {
+          ABSL_ASSIGN_OR_RETURN(
+              const Stats s,
+              Time([&](int i) { return run(weight(l.n, l.k, (i % copies) * codes), m, columns); },
+                   3, reps_));
+          const double gbs = Q4Bytes(l.n, l.k) / (s.median_us * 1e3);
+          if (columns == 0)
+            std::printf(" m = %2d: %6.1f us %5.0f GB/s %3.0f%% |", m, s.median_us, gbs,
+                        100 * gbs / copy_gbs_);
+          else
+            tuned += absl::StrFormat(" %6.1f", s.median_us);
+          json_["q4"].push_back({{"name", l.name},
+                                 {"n", l.n},
+                                 {"k", l.k},
+                                 {"rows", m},
+                                 {"columns", columns},
+                                 {"median_us", s.median_us},
+                                 {"gbs", gbs}});
+        }
+        tuned += " |";
       }
-      std::printf("\n");
+      std::printf("\n  %-40s |%s\n", "  columns a warp 1 / 2 / 4, us", tuned.c_str());
     }
     std::vector<cuda::Q4DeviceWeight> block;
     int64_t offset = 0, bytes = 0;
