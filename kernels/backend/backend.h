@@ -158,6 +158,13 @@ class Backend {
                                  float* out) = 0;
   virtual absl::Status RmsNorm(const float* x, int64_t x_stride, int64_t rows, int64_t dim,
                                const float* weight, float eps, float* y, int64_t y_stride) = 0;
+  // h[rows, dim] += delta (both contiguous), then RmsNorm of h into y: a residual add and the norm
+  // after it. A device backend may fuse the two; the bits are those of Add then RmsNorm.
+  virtual absl::Status AddRmsNorm(float* h, const float* delta, int64_t rows, int64_t dim,
+                                  const float* weight, float eps, float* y, int64_t y_stride) {
+    if (absl::Status s = Add(h, delta, rows * dim, h); !s.ok()) return s;
+    return RmsNorm(h, dim, rows, dim, weight, eps, y, y_stride);
+  }
   virtual absl::Status Linear(const float* x, int64_t x_stride, int64_t rows, const LinearHandle& w,
                               float* y, int64_t y_stride) = 0;
   // Linear of x with each weight in turn: the linears of one input (gate and up; q, k and v). A

@@ -178,6 +178,11 @@ class CudaBackend final : public backend::Backend {
     DeviceGuard guard(device_);
     return cuda::RmsNorm(Ctx(), x, x_stride, rows, dim, weight, eps, y, y_stride);
   }
+  absl::Status AddRmsNorm(float* h, const float* delta, int64_t rows, int64_t dim,
+                          const float* weight, float eps, float* y, int64_t y_stride) override {
+    DeviceGuard guard(device_);
+    return cuda::AddRmsNorm(Ctx(), h, delta, rows, dim, weight, eps, y, y_stride);
+  }
 
   absl::Status Linear(const float* x, int64_t x_stride, int64_t rows,
                       const backend::LinearHandle& w, float* y, int64_t y_stride) override {

@@ -7,39 +7,57 @@
 
 namespace twinspan::cuda {
 
-absl::Status RmsNorm(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
-                     int64_t dim, const float* weight, float eps, float* y, int64_t y_stride) {
-  namespace rk = rms_norm_kernel;
-  if (dim <= 0 || rows < 0 || x_stride < dim || y_stride < dim || !(eps >= 0.0f)) {
+namespace {
+
+namespace rk = rms_norm_kernel;
+
+absl::Status Launch(const Context& ctx, const char* op, const rk::Params& p) {
+  if (p.dim <= 0 || p.rows < 0 || p.x_stride < p.dim || p.y_stride < p.dim || !(p.eps >= 0.0f)) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("RmsNorm: rows %d, dim %d, x_stride %d, y_stride %d, eps %g", rows, dim,
-                        x_stride, y_stride, eps));
+        absl::StrFormat("%s: rows %d, dim %d, x_stride %d, y_stride %d, eps %g", op, p.rows, p.dim,
+                        p.x_stride, p.y_stride, p.eps));
   }
-  if (rows == 0) return absl::OkStatus();
-  if (x == nullptr || y == nullptr || weight == nullptr) {
-    return absl::InvalidArgumentError("RmsNorm: x, weight and y must not be null");
+  if (p.rows == 0) return absl::OkStatus();
+  if (p.x == nullptr || p.y == nullptr || p.weight == nullptr) {
+    return absl::InvalidArgumentError(absl::StrFormat("%s: x, weight and y must not be null", op));
   }
-  const rk::Params p{x, x_stride, rows, dim, weight, eps, y, y_stride};
-  const unsigned row_blocks = static_cast<unsigned>(rows);
-  if (dim <= rk::kWarpDimLimit) {
+  const unsigned row_blocks = static_cast<unsigned>(p.rows);
+  if (p.dim <= rk::kWarpDimLimit) {
     static_assert(rk::kWarpDimLimit <= 32 * 32);
     const unsigned blocks =
-        static_cast<unsigned>((rows + rk::kRowsPerWarpBlock - 1) / rk::kRowsPerWarpBlock);
-    if (dim <= 32 * 8) {
+        static_cast<unsigned>((p.rows + rk::kRowsPerWarpBlock - 1) / rk::kRowsPerWarpBlock);
+    if (p.dim <= 32 * 8) {
       LaunchPdl(&rk::WarpRowKernel<8>, blocks, rk::kBlockThreads, 0, ctx.stream, p);
     } else {
       LaunchPdl(&rk::WarpRowKernel<32>, blocks, rk::kBlockThreads, 0, ctx.stream, p);
     }
-  } else if (dim <= rk::kBlockThreads * 8) {
+  } else if (p.dim <= rk::kBlockThreads * 8) {
     LaunchPdl(&rk::CachedBlockRowKernel<8>, row_blocks, rk::kBlockThreads, 0, ctx.stream, p);
-  } else if (dim <= rk::kBlockThreads * 16) {
+  } else if (p.dim <= rk::kBlockThreads * 16) {
     LaunchPdl(&rk::CachedBlockRowKernel<16>, row_blocks, rk::kBlockThreads, 0, ctx.stream, p);
-  } else if (dim <= rk::kMaxCachedDim) {
+  } else if (p.dim <= rk::kMaxCachedDim) {
     LaunchPdl(&rk::CachedBlockRowKernel<32>, row_blocks, rk::kBlockThreads, 0, ctx.stream, p);
   } else {
     LaunchPdl(&rk::BlockRowKernel, row_blocks, rk::kBlockThreads, 0, ctx.stream, p);
   }
-  return LaunchStatus("RmsNorm launch");
+  return LaunchStatus(op);
+}
+
+}  // namespace
+
+absl::Status RmsNorm(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
+                     int64_t dim, const float* weight, float eps, float* y, int64_t y_stride) {
+  return Launch(ctx, "RmsNorm", rk::Params{x, x_stride, rows, dim, weight, eps, y, y_stride});
+}
+
+absl::Status AddRmsNorm(const Context& ctx, float* h, const float* delta, int64_t rows, int64_t dim,
+                        const float* weight, float eps, float* y, int64_t y_stride) {
+  if (rows > 0 && (h == nullptr || delta == nullptr))
+    return absl::InvalidArgumentError("AddRmsNorm: h and delta must not be null");
+  rk::Params p{h, dim, rows, dim, weight, eps, y, y_stride};
+  p.add = delta;
+  p.sum = h;
+  return Launch(ctx, "AddRmsNorm", p);
 }
 
 }  // namespace twinspan::cuda

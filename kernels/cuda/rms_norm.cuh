@@ -19,6 +19,11 @@ namespace twinspan::cuda {
 absl::Status RmsNorm(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
                      int64_t dim, const float* weight, float eps, float* y, int64_t y_stride);
 
+// h[rows, dim] += delta (both contiguous), then RmsNorm of h into y, in one launch: the bits of Add
+// then RmsNorm. The same errors, and InvalidArgument for a null h or delta.
+absl::Status AddRmsNorm(const Context& ctx, float* h, const float* delta, int64_t rows, int64_t dim,
+                        const float* weight, float eps, float* y, int64_t y_stride);
+
 }  // namespace twinspan::cuda
 
 #endif  // TWINSPAN_KERNELS_CUDA_RMS_NORM_CUH_

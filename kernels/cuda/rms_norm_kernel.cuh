@@ -5,7 +5,9 @@
 // inv = 1 / sqrt(ms + eps), y = w * (x * inv), each correctly rounded. Up to kMaxCachedDim values
 // a row, each thread keeps its values in registers and issues all its loads before the first use
 // (a loop that waited for each load in turn took 11 us for the 27B's 5,120); the same sums in the
-// same order, so the same bits.
+// same order, so the same bits. With `add`, each thread first forms x + add (one correctly rounded
+// fadd, as the Add op), writes it to `sum` and normalizes that: the residual add fused with the
+// norm that follows it, the bits of Add then RMSNorm.
 #ifndef TWINSPAN_KERNELS_CUDA_RMS_NORM_KERNEL_CUH_
 #define TWINSPAN_KERNELS_CUDA_RMS_NORM_KERNEL_CUH_
 
@@ -30,7 +32,32 @@ struct Params {
   float eps = 0.0f;
   float* y = nullptr;
   int64_t y_stride = 0;
+  const float* add = nullptr;  // Optional, row stride x_stride: normalize x + add ...
+  float* sum = nullptr;        // ... after writing it here (row stride x_stride; may be x).
 };
+
+// v[j] = x[o_j] (+ add[o_j], written to sum) for the kPer offsets o_j = first + stride j below
+// end; the other v[j] are 0. All loads are issued before the first use.
+template <int kPer>
+__device__ __forceinline__ void LoadRow(const Params& p, int64_t row, int first, int stride,
+                                        float (&v)[kPer]) {
+  const float* x = p.x + row * p.x_stride;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) v[j] = first + stride * j < p.dim ? x[first + stride * j] : 0.0f;
+  if (p.add == nullptr) return;
+  const float* add = p.add + row * p.x_stride;
+  float* sum = p.sum + row * p.x_stride;
+  float a[kPer];
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) a[j] = first + stride * j < p.dim ? add[first + stride * j] : 0.0f;
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    if (first + stride * j < p.dim) {
+      v[j] = __fadd_rn(v[j], a[j]);
+      sum[first + stride * j] = v[j];
+    }
+  }
+}
 
 __device__ __forceinline__ float InvRms(float sum_squares, int64_t dim, float eps) {
   const float mean_square = __fdiv_rn(sum_squares, static_cast<float>(dim));
@@ -66,11 +93,9 @@ __global__ void __launch_bounds__(kBlockThreads) WarpRowKernel(const Params p) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerWarpBlock + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= p.rows) return;
-  const float* x = p.x + row * p.x_stride;
   float* y = p.y + row * p.y_stride;
   float v[kPer], w[kPer];
-#pragma unroll
-  for (int j = 0; j < kPer; ++j) v[j] = lane + 32 * j < p.dim ? x[lane + 32 * j] : 0.0f;
+  LoadRow<kPer>(p, row, lane, 32, v);
   float sum = 0.0f;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
@@ -91,12 +116,9 @@ __global__ void __launch_bounds__(kBlockThreads) CachedBlockRowKernel(const Para
   StartDependent();
   const int64_t row = blockIdx.x;
   const int t = threadIdx.x;
-  const float* x = p.x + row * p.x_stride;
   float* y = p.y + row * p.y_stride;
   float v[kPer], w[kPer];
-#pragma unroll
-  for (int j = 0; j < kPer; ++j)
-    v[j] = t + kBlockThreads * j < p.dim ? x[t + kBlockThreads * j] : 0.0f;
+  LoadRow<kPer>(p, row, t, kBlockThreads, v);
   float sum = 0.0f;
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
@@ -121,10 +143,19 @@ __global__ void __launch_bounds__(kBlockThreads) BlockRowKernel(const Params p) 
   const float* x = p.x + row * p.x_stride;
   float* y = p.y + row * p.y_stride;
   float sum = 0.0f;
-  for (int64_t i = threadIdx.x; i < p.dim; i += kBlockThreads) sum = __fmaf_rn(x[i], x[i], sum);
-  const float inv = BlockInvRms(sum, p);
   for (int64_t i = threadIdx.x; i < p.dim; i += kBlockThreads) {
-    y[i] = __fmul_rn(p.weight[i], __fmul_rn(x[i], inv));
+    float v = x[i];
+    if (p.add != nullptr) {
+      v = __fadd_rn(v, p.add[row * p.x_stride + i]);
+      p.sum[row * p.x_stride + i] = v;
+    }
+    sum = __fmaf_rn(v, v, sum);
+  }
+  const float inv = BlockInvRms(sum, p);
+  // The second pass reads back what this thread wrote to sum (x itself when sum is x).
+  const float* normed = p.add != nullptr ? p.sum + row * p.x_stride : x;
+  for (int64_t i = threadIdx.x; i < p.dim; i += kBlockThreads) {
+    y[i] = __fmul_rn(p.weight[i], __fmul_rn(normed[i], inv));
   }
 }
 

@@ -116,11 +116,9 @@ absl::Status DrafterModel::Layer(int64_t index, DraftStream& stream,
     ABSL_RETURN_IF_ERROR(record(&BlockTrace::attn_conv_out, scratch_.y, rows * width));
     delta = y;
   }
-  ABSL_RETURN_IF_ERROR(backend_->Add(h, delta, rows * width, h));
-
-  // MLP sublayer.
+  // The residual add, then the MLP sublayer's norm.
   ABSL_RETURN_IF_ERROR(
-      backend_->RmsNorm(h, width, rows, width, w.post_attention_norm->floats(), eps, x, width));
+      backend_->AddRmsNorm(h, delta, rows, width, w.post_attention_norm->floats(), eps, x, width));
   ABSL_RETURN_IF_ERROR(record(&BlockTrace::mlp_norm, scratch_.x, rows * width));
   mixed = x;
   if (w.mlp_conv) {

@@ -140,9 +140,8 @@ absl::Status Qwen3Model::LayerForward(int64_t layer, absl::Span<LayerState* cons
       be.RmsNorm(h, hidden, rows.rows, hidden, w.input_norm->floats(), eps, x->floats(), hidden));
   ABSL_RETURN_IF_ERROR(AttentionBlockForward(be, attention_shape_, w.attention, x->floats(), rows,
                                              states, sub->floats()));
-  ABSL_RETURN_IF_ERROR(be.Add(h, sub->floats(), n, h));
-  ABSL_RETURN_IF_ERROR(
-      be.RmsNorm(h, hidden, rows.rows, hidden, w.post_norm->floats(), eps, x->floats(), hidden));
+  ABSL_RETURN_IF_ERROR(be.AddRmsNorm(h, sub->floats(), rows.rows, hidden, w.post_norm->floats(),
+                                     eps, x->floats(), hidden));
   ABSL_RETURN_IF_ERROR(MlpBlockForward(be, w.mlp, x->floats(), rows.rows, sub->floats()));
   return be.Add(h, sub->floats(), n, h);
 }

@@ -1,7 +1,8 @@
 // GPU tests of cuda::Embedding and cuda::RmsNorm against their CPU twins (kernels/cpu) on random
 // inputs, outputs poisoned first. Tolerances: Embedding bit for bit (an exact widening);
 // RmsNorm |gpu - cpu| <= 1e-5 |cpu| + 1e-6 (only the order of the sum of squares differs), and bit
-// for bit between row counts 1..64 (row invariance). Needs a GPU: scripts/gpu-check.sh runs it.
+// for bit between row counts 1..64 (row invariance); the fused AddRmsNorm bit for bit Add then
+// RmsNorm. Needs a GPU: scripts/gpu-check.sh runs it.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/rms_norm.h"
+#include "kernels/cuda/add.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/embedding_table.h"
 #include "kernels/cuda/rms_norm.cuh"
@@ -185,6 +187,29 @@ INSTANTIATE_TEST_SUITE_P(Dims, RmsNormCudaTest,
                                            NormCase{1025, 2, 2}, NormCase{5120, 0, 4},
                                            NormCase{8192, 1, 0}, NormCase{8200, 0, 3}));
 
+// The fused residual add: h and y each bit for bit what Add, then RmsNorm of the sum, give (every
+// kernel path: the warp rows, the cached block rows, the uncached rows past 8192).
+TEST_P(RmsNormCudaTest, AddRmsNormIsAddThenRmsNormBitForBit) {
+  const NormCase c = GetParam();
+  const int64_t ys = c.dim + c.y_pad;
+  const float eps = 1e-6f;
+  const std::vector<float> w = RandomFloats(c.dim, 32 + c.dim, 1.5f);
+  for (const int64_t rows : {1, 3, 17}) {
+    const std::vector<float> h = RandomFloats(rows * c.dim, 33 + rows, 3.0f);
+    const std::vector<float> delta = RandomFloats(rows * c.dim, 34 + rows, 2.0f);
+    DeviceArray<float> dh(h), fused_h(h), dd(delta), dw(w), want(rows * ys), got(rows * ys);
+    want.Poison();
+    got.Poison();
+    ASSERT_TRUE(Add({}, dh.get(), dd.get(), rows * c.dim, dh.get()).ok());
+    ASSERT_TRUE(RmsNorm({}, dh.get(), c.dim, rows, c.dim, dw.get(), eps, want.get(), ys).ok());
+    ASSERT_TRUE(
+        AddRmsNorm({}, fused_h.get(), dd.get(), rows, c.dim, dw.get(), eps, got.get(), ys).ok());
+    EXPECT_CUDA_CLEAN();
+    EXPECT_EQ(BitMismatches(fused_h.Download(), dh.Download()), 0u) << rows << " rows: h";
+    EXPECT_EQ(BitMismatches(got.Download(), want.Download()), 0u) << rows << " rows: y";
+  }
+}
+
 TEST(RmsNormCudaTest, InPlaceEqualsOutOfPlace) {
   const int64_t rows = 9, dim = 2048;
   const std::vector<float> x = RandomFloats(rows * dim, 21, 2.0f);
@@ -209,6 +234,12 @@ TEST(RmsNormCudaTest, RefusesBadArguments) {
       absl::IsInvalidArgument(RmsNorm({}, x.get(), 64, 1, 64, w.get(), -1.0f, y.get(), 64)));
   EXPECT_TRUE(
       absl::IsInvalidArgument(RmsNorm({}, x.get(), 64, 1, 64, nullptr, 1e-6f, y.get(), 64)));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      AddRmsNorm({}, x.get(), nullptr, 1, 64, w.get(), 1e-6f, y.get(), 64)));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      AddRmsNorm({}, nullptr, x.get(), 1, 64, w.get(), 1e-6f, y.get(), 64)));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      AddRmsNorm({}, x.get(), x.get(), 1, 64, w.get(), 1e-6f, y.get(), 63)));
 }
 
 }  // namespace

@@ -133,6 +133,21 @@ TEST_F(CpuBackendTest, RmsNormEqualsTheCpuOpOnStridedRowsAndInPlace) {
   EXPECT_TRUE(Same(Down(*bx), in_place));
 }
 
+TEST_F(CpuBackendTest, AddRmsNormIsAddThenTheNormOfTheSum) {
+  const int64_t rows = 4, dim = 45, y_stride = 47;
+  std::vector<float> h = Random(rows * dim, 5);
+  const auto delta = Random(rows * dim, 6), w = Random(dim, 7);
+  auto bh = Up(h), bd = Up(delta), bw = Up(w), by = Up(std::vector<float>(rows * y_stride, 0.0f));
+  ASSERT_TRUE(be_->AddRmsNorm(bh->floats(), bd->floats(), rows, dim, bw->floats(), 1e-6f,
+                              by->floats(), y_stride)
+                  .ok());
+  ASSERT_TRUE(Add(ctx_, h.data(), delta.data(), rows * dim, h.data()).ok());
+  std::vector<float> want(rows * y_stride, 0.0f);
+  ASSERT_TRUE(RmsNorm(ctx_, h.data(), dim, rows, dim, w.data(), 1e-6f, want.data(), y_stride).ok());
+  EXPECT_TRUE(Same(Down(*bh), h));
+  EXPECT_TRUE(Same(Down(*by), want));
+}
+
 TEST_F(CpuBackendTest, LinearEqualsTheCpuOpForDenseAndExl3Weights) {
   const int64_t rows = 7, k = 256, n = 384, x_stride = 260, y_stride = 390;
   const auto x = Random(rows * x_stride, 5);

@@ -199,6 +199,12 @@ absl::Status ProfilingBackend::RmsNorm(const float* x, int64_t x_stride, int64_t
   return Timed("RmsNorm", true,
                [&] { return inner_.RmsNorm(x, x_stride, rows, dim, weight, eps, y, y_stride); });
 }
+absl::Status ProfilingBackend::AddRmsNorm(float* h, const float* delta, int64_t rows, int64_t dim,
+                                          const float* weight, float eps, float* y,
+                                          int64_t y_stride) {
+  return Timed("AddRmsNorm", true,
+               [&] { return inner_.AddRmsNorm(h, delta, rows, dim, weight, eps, y, y_stride); });
+}
 absl::Status ProfilingBackend::Linear(const float* x, int64_t x_stride, int64_t rows,
                                       const backend::LinearHandle& w, float* y, int64_t y_stride) {
   const auto it = linear_names_.find(&w);

@@ -79,6 +79,8 @@ class ProfilingBackend final : public backend::Backend {
                          float* out) override;
   absl::Status RmsNorm(const float* x, int64_t x_stride, int64_t rows, int64_t dim,
                        const float* weight, float eps, float* y, int64_t y_stride) override;
+  absl::Status AddRmsNorm(float* h, const float* delta, int64_t rows, int64_t dim,
+                          const float* weight, float eps, float* y, int64_t y_stride) override;
   absl::Status Linear(const float* x, int64_t x_stride, int64_t rows,
                       const backend::LinearHandle& w, float* y, int64_t y_stride) override;
   absl::Status Linears(const float* x, int64_t x_stride, int64_t rows,
