@@ -37,7 +37,7 @@ struct Params {
 };
 
 // v[j] = x[o_j] (+ add[o_j], written to sum) for the kPer offsets o_j = first + stride j below
-// end; the other v[j] are 0. All loads are issued before the first use.
+// dim; the other v[j] are 0. All loads are issued before the first use.
 template <int kPer>
 __device__ __forceinline__ void LoadRow(const Params& p, int64_t row, int first, int stride,
                                         float (&v)[kPer]) {
