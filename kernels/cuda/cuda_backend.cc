@@ -52,6 +52,17 @@ absl::Status CheckRange(const backend::Buffer& buffer, size_t offset, size_t byt
   return absl::OkStatus();
 }
 
+// Whether weight h can run in one launch with `first` (Backend::Linears): both EXL3 of one k, K and
+// codebook, or both Q4 of one k.
+bool SharesLaunch(const CudaLinear& first, const backend::LinearHandle* h) {
+  const auto* l = dynamic_cast<const CudaLinear*>(h);
+  if (l == nullptr || l->kind() != first.kind()) return false;
+  if (first.kind() == CudaLinear::Kind::kQ4) return l->q4().view().k == first.q4().view().k;
+  if (first.kind() != CudaLinear::Kind::kExl3) return false;
+  const Exl3DeviceWeight &a = first.exl3(), &b = l->exl3();
+  return a.k == b.k && a.bits == b.bits && a.codebook == b.codebook;
+}
+
 class CudaBackend final : public backend::Backend {
  public:
   CudaBackend(int device, cudaStream_t stream, cudaMemPool_t pool, int upload_threads)
@@ -198,33 +209,41 @@ class CudaBackend final : public backend::Backend {
     return RunExl3(x, x_stride, rows, &out, 1);
   }
 
-  // Consecutive EXL3 weights of one k, K and codebook share a launch (Exl3Linears); others run
-  // alone.
+  // Consecutive EXL3 weights of one k, K and codebook share a launch (Exl3Linears), as do
+  // consecutive Q4 weights of one k (Q4Linears); others run alone.
   absl::Status Linears(const float* x, int64_t x_stride, int64_t rows,
                        absl::Span<const backend::LinearOutput> outs) override {
     for (size_t i = 0; i < outs.size();) {
       if (outs[i].w == nullptr) return absl::InvalidArgumentError("Linears: a null weight");
       ABSL_ASSIGN_OR_RETURN(const CudaLinear* first, Ours<CudaLinear>(*outs[i].w, "Linears"));
-      Exl3LinearOutput group[kMaxExl3Linears];
-      int n = 0;
-      if (first->kind() == CudaLinear::Kind::kExl3) {
-        const Exl3DeviceWeight& w0 = first->exl3();
-        for (size_t j = i; j < outs.size() && n < kMaxExl3Linears && outs[j].w != nullptr; ++j) {
-          const auto* l = dynamic_cast<const CudaLinear*>(outs[j].w);
-          if (l == nullptr || l->kind() != CudaLinear::Kind::kExl3 || l->exl3().k != w0.k ||
-              l->exl3().bits != w0.bits || l->exl3().codebook != w0.codebook)
-            break;
-          group[n++] = {&l->exl3(), outs[j].y, outs[j].y_stride};
-        }
-      }
+      const size_t most = first->kind() == CudaLinear::Kind::kExl3 ? kMaxExl3Linears
+                          : first->kind() == CudaLinear::Kind::kQ4 ? kMaxQ4Linears
+                                                                   : 1;
+      size_t end = i + 1;
+      while (end < outs.size() && end - i < most && SharesLaunch(*first, outs[end].w)) ++end;
+      const int n = static_cast<int>(end - i);
       if (n < 2) {
         ABSL_RETURN_IF_ERROR(Linear(x, x_stride, rows, *outs[i].w, outs[i].y, outs[i].y_stride));
         ++i;
         continue;
       }
       DeviceGuard guard(device_);
-      ABSL_RETURN_IF_ERROR(RunExl3(x, x_stride, rows, group, n));
-      i += static_cast<size_t>(n);
+      if (first->kind() == CudaLinear::Kind::kExl3) {
+        Exl3LinearOutput group[kMaxExl3Linears];
+        for (int j = 0; j < n; ++j) {
+          const auto& l = static_cast<const CudaLinear&>(*outs[i + j].w);
+          group[j] = {&l.exl3(), outs[i + j].y, outs[i + j].y_stride};
+        }
+        ABSL_RETURN_IF_ERROR(RunExl3(x, x_stride, rows, group, n));
+      } else {
+        Q4LinearOutput group[kMaxQ4Linears];
+        for (int j = 0; j < n; ++j) {
+          const auto& l = static_cast<const CudaLinear&>(*outs[i + j].w);
+          group[j] = {&l.q4().view(), outs[i + j].y, outs[i + j].y_stride};
+        }
+        ABSL_RETURN_IF_ERROR(cuda::Q4Linears(Ctx(), x, x_stride, rows, group, n));
+      }
+      i = end;
     }
     return absl::OkStatus();
   }

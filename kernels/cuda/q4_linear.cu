@@ -1,5 +1,5 @@
-// Host side of the Q4 linear: validation, the (R, C) configuration and the launch. Device code is
-// in q4_linear_kernel.cuh.
+// Host side of the Q4 linear: validation, the (R, C) configuration and the launch of one or more
+// weights. Device code is in q4_linear_kernel.cuh.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@ namespace twinspan::cuda {
 namespace {
 
 namespace qk = q4_kernel;
+static_assert(kMaxQ4Linears == qk::kMaxParts, "one launch holds every weight");
 
 // Blocks per SM the row tiles aim to fill (two 256-thread blocks of 128 registers fit an SM).
 constexpr int64_t kBlocksPerSm = 2;
@@ -60,24 +61,40 @@ cudaError_t LaunchColumns(int columns, const qk::Params& p, dim3 grid, int devic
 
 }  // namespace
 
-absl::Status Q4Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
-                      const Q4DeviceWeight& w, float* y, int64_t y_stride) {
-  if (!w.codes || !w.scale_offset)
-    return absl::InvalidArgumentError("Q4Linear: codes and scale_offset must be device pointers");
-  if (w.n <= 0 || w.k <= 0 || w.k % qk::kGroup != 0 || w.n > INT32_MAX || w.k > INT32_MAX)
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "Q4Linear: weight [n=%d, k=%d] needs positive sizes and k a multiple of 128", w.n, w.k));
+absl::Status Q4Linears(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
+                       const Q4LinearOutput* outs, int count) {
+  if (outs == nullptr || count < 1 || count > kMaxQ4Linears)
+    return absl::InvalidArgumentError(
+        absl::StrFormat("Q4Linears: %d weights; 1 to %d", count, kMaxQ4Linears));
+  const int64_t k = outs[0].w != nullptr ? outs[0].w->k : 0;
+  for (int i = 0; i < count; ++i) {
+    const Q4DeviceWeight* w = outs[i].w;
+    if (w == nullptr || !w->codes || !w->scale_offset)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "Q4Linear: weight %d: codes and scale_offset must be device pointers", i));
+    if (w->n <= 0 || w->k <= 0 || w->k % qk::kGroup != 0 || w->n > INT32_MAX || w->k > INT32_MAX)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "Q4Linear: weight [n=%d, k=%d] needs positive sizes and k a multiple of 128", w->n,
+          w->k));
+    if (w->k != k)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "Q4Linears: weight %d has k=%d, weight 0 k=%d; one launch needs one k", i, w->k, k));
+    if (outs[i].y_stride < w->n)
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "Q4Linear: y_stride=%d at least n=%d (weight %d)", outs[i].y_stride, w->n, i));
+    if (Misaligned(w->codes))
+      return absl::InvalidArgumentError("Q4Linear: the codes must be 16-byte aligned");
+  }
   if (rows < 0 || rows > INT32_MAX)
     return absl::InvalidArgumentError(absl::StrFormat("Q4Linear: rows = %d", rows));
   if (rows == 0) return absl::OkStatus();
-  if (!x || !y) return absl::InvalidArgumentError("Q4Linear: x and y must be device pointers");
-  if (x_stride < w.k || x_stride % 4 != 0 || y_stride < w.n)
-    return absl::InvalidArgumentError(
-        absl::StrFormat("Q4Linear: x_stride=%d must be a multiple of 4 and at least k=%d; "
-                        "y_stride=%d at least n=%d",
-                        x_stride, w.k, y_stride, w.n));
-  if (Misaligned(x) || Misaligned(w.codes))
-    return absl::InvalidArgumentError("Q4Linear: x and the codes must be 16-byte aligned");
+  if (!x) return absl::InvalidArgumentError("Q4Linear: x and y must be device pointers");
+  for (int i = 0; i < count; ++i)
+    if (!outs[i].y) return absl::InvalidArgumentError("Q4Linear: x and y must be device pointers");
+  if (x_stride < k || x_stride % 4 != 0)
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "Q4Linear: x_stride=%d must be a multiple of 4 and at least k=%d", x_stride, k));
+  if (Misaligned(x)) return absl::InvalidArgumentError("Q4Linear: x must be 16-byte aligned");
 
   int device = 0, sms = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
@@ -87,7 +104,13 @@ absl::Status Q4Linear(const Context& ctx, const float* x, int64_t x_stride, int6
   // Four columns a warp reuse each staged x value most, but where their grid fills its waves of one
   // block per SM to less than 80%, two do better (the drafter's shapes at 1, 8 and 16 rows on the
   // H200; docs/perf.md). One column a warp never did.
-  const int64_t blocks4 = (w.n + qk::kWarps * 4 - 1) / (qk::kWarps * 4);
+  const auto blocks = [&](int columns) {
+    int64_t total = 0;
+    for (int i = 0; i < count; ++i)
+      total += (outs[i].w->n + qk::kWarps * columns - 1) / (qk::kWarps * columns);
+    return total;
+  };
+  const int64_t blocks4 = blocks(4);
   const int64_t waves4 = (blocks4 + sms - 1) / sms;
   int columns = 5 * blocks4 >= 4 * waves4 * sms ? 4 : 2;
   if (ctx.q4_columns != 0) {
@@ -97,20 +120,28 @@ absl::Status Q4Linear(const Context& ctx, const float* x, int64_t x_stride, int6
     columns = ctx.q4_columns;
   }
   const int r = rows >= 8 ? 8 : (rows >= 4 ? 4 : (rows >= 2 ? 2 : 1));
-  const int64_t blocks_x = (w.n + qk::kWarps * columns - 1) / (qk::kWarps * columns);
+  const int64_t blocks_x = blocks(columns);
   const int64_t row_tiles = (rows + r - 1) / r;
   const int64_t blocks_y = std::clamp<int64_t>(target_blocks / blocks_x, 1, row_tiles);
 
   qk::Params p;
   p.x = x;
   p.x_stride = x_stride;
-  p.codes = reinterpret_cast<const uint4*>(w.codes);
-  p.scale_offset = w.scale_offset;
-  p.y = y;
-  p.y_stride = y_stride;
   p.rows = static_cast<int>(rows);
-  p.n = static_cast<int>(w.n);
-  p.k = static_cast<int>(w.k);
+  p.k = static_cast<int>(k);
+  p.parts = count;
+  int first_block = 0;
+  for (int i = 0; i < count; ++i) {
+    const Q4DeviceWeight& w = *outs[i].w;
+    qk::Part& part = p.part[i];
+    part.codes = reinterpret_cast<const uint4*>(w.codes);
+    part.scale_offset = w.scale_offset;
+    part.y = outs[i].y;
+    part.y_stride = outs[i].y_stride;
+    part.n = static_cast<int>(w.n);
+    part.first_block = first_block;
+    first_block += static_cast<int>((w.n + qk::kWarps * columns - 1) / (qk::kWarps * columns));
+  }
   const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y));
   cudaError_t e = cudaSuccess;
   switch (r) {
@@ -131,6 +162,12 @@ absl::Status Q4Linear(const Context& ctx, const float* x, int64_t x_stride, int6
     return absl::InternalError(
         absl::StrFormat("Q4Linear: launch failed: %s", cudaGetErrorString(e)));
   return absl::OkStatus();
+}
+
+absl::Status Q4Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
+                      const Q4DeviceWeight& w, float* y, int64_t y_stride) {
+  const Q4LinearOutput out{&w, y, y_stride};
+  return Q4Linears(ctx, x, x_stride, rows, &out, 1);
 }
 
 }  // namespace twinspan::cuda

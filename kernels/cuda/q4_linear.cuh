@@ -32,6 +32,19 @@ struct Q4DeviceWeight {
 absl::Status Q4Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
                       const Q4DeviceWeight& w, float* y, int64_t y_stride);
 
+// Weights of one input in one launch (the drafter's q, k, v; gate and up): up to kMaxQ4Linears of
+// one k, each on its own range of blocks, so each output gets the bits Q4Linear gives it.
+inline constexpr int kMaxQ4Linears = 3;
+struct Q4LinearOutput {
+  const Q4DeviceWeight* w = nullptr;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+};
+// InvalidArgument as Q4Linear, naming the weight, and for a count outside 1..kMaxQ4Linears or
+// weights of different k.
+absl::Status Q4Linears(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
+                       const Q4LinearOutput* outs, int count);
+
 }  // namespace twinspan::cuda
 
 #endif  // TWINSPAN_KERNELS_CUDA_Q4_LINEAR_CUH_

@@ -1,11 +1,12 @@
 // Device code of the Q4 linear (q4_linear.cuh).
 //
-// Work split: a block of 8 warps owns 8 x C output columns (C = 1, 2 or 4 per warp) and runs over
-// the rows R at a time (R = 1, 2, 4 or 8), keeping R x C fp32 accumulators per lane. The input is
-// cut into chunks of 1024 features; the block copies the R rows of each chunk of x into one of two
-// shared buffers (36 floats per 32, so the lanes' 16-byte reads hit distinct banks) and each lane
-// loads, per column, one 16-byte word of codes (32 consecutive features of one group) and that
-// group's scale and offset, all one chunk ahead of the chunk it multiplies.
+// Work split: a block of 8 warps owns 8 x C output columns (C = 1, 2 or 4 per warp) of one of the
+// launch's weights (up to kMaxParts of one k, each a range of blocks) and runs over the rows R at a
+// time (R = 1, 2, 4 or 8), keeping R x C fp32 accumulators per lane. The input is cut into chunks
+// of 1024 features; the block copies the R rows of each chunk of x into one of two shared buffers
+// (36 floats per 32, so the lanes' 16-byte reads hit distinct banks) and each lane loads, per
+// column, one 16-byte word of codes (32 consecutive features of one group) and that group's scale
+// and offset, all one chunk ahead of the chunk it multiplies.
 //
 // Reduction order (shape-only, so row-invariant): lane l of the warp that owns column j adds, in
 // one fp32 accumulator by fmaf, x[r, f] * w[j, f] for f = c * 1024 + 32 l + i, chunks c ascending,
@@ -35,16 +36,25 @@ inline constexpr int kChunkFeatures = 32 * kLaneFeatures;  // A warp's features 
 inline constexpr int kLaneStride = kLaneFeatures + 4;      // Floats per lane segment in smem.
 inline constexpr int kGroup = 128;
 
-struct Params {
-  const float* x = nullptr;
-  int64_t x_stride = 0;
+inline constexpr int kMaxParts = 3;
+
+// One weight of a launch and its outputs; blocks first_block .. the next part's first - 1 are its.
+struct Part {
   const uint4* codes = nullptr;  // Row j starts at codes + j * k / 32.
   const __half2* scale_offset = nullptr;
   float* y = nullptr;
   int64_t y_stride = 0;
-  int rows = 0;
   int n = 0;
+  int first_block = 0;
+};
+
+struct Params {
+  const float* x = nullptr;
+  int64_t x_stride = 0;
+  int rows = 0;
   int k = 0;
+  int parts = 0;
+  Part part[kMaxParts];
 };
 
 // Word i of v (i a compile-time constant after unrolling, so no local memory).
@@ -71,17 +81,17 @@ __device__ __forceinline__ void WaitCopiesButNewest() {
 
 // The lane's codes and (scale, offset) of chunk k0 for its C columns (zeros past the end).
 template <int C>
-__device__ __forceinline__ void LoadCodes(const Params& p, int col0, int lane, int k0,
-                                          uint4 (&code)[C], __half2 (&so)[C]) {
+__device__ __forceinline__ void LoadCodes(const Params& p, const Part& w, int col0, int lane,
+                                          int k0, uint4 (&code)[C], __half2 (&so)[C]) {
   const bool active = k0 + lane * kLaneFeatures < p.k;
 #pragma unroll
   for (int c = 0; c < C; ++c) {
     const int j = col0 + c;
     code[c] = make_uint4(0, 0, 0, 0);
     so[c] = __half2{};
-    if (active && j < p.n) {
-      code[c] = __ldg(p.codes + int64_t{j} * (p.k / kLaneFeatures) + k0 / kLaneFeatures + lane);
-      so[c] = p.scale_offset[int64_t{j} * (p.k / kGroup) + (k0 + lane * kLaneFeatures) / kGroup];
+    if (active && j < w.n) {
+      code[c] = __ldg(w.codes + int64_t{j} * (p.k / kLaneFeatures) + k0 / kLaneFeatures + lane);
+      so[c] = w.scale_offset[int64_t{j} * (p.k / kGroup) + (k0 + lane * kLaneFeatures) / kGroup];
     }
   }
 }
@@ -125,7 +135,13 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<R, C>()) Q4LinearKernel(Pa
   float* const xs_base = reinterpret_cast<float*>(smem);
   constexpr int kBufferFloats = R * 32 * kLaneStride;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int col0 = (blockIdx.x * kWarps + warp) * C;
+  // This block's weight, copied out of the parameters by constant indices (so no local memory).
+  Part weight = p.part[0];
+#pragma unroll
+  for (int i = 1; i < kMaxParts; ++i) {
+    if (i < p.parts && static_cast<int>(blockIdx.x) >= p.part[i].first_block) weight = p.part[i];
+  }
+  const int col0 = ((static_cast<int>(blockIdx.x) - weight.first_block) * kWarps + warp) * C;
   for (int r0 = blockIdx.y * R; r0 < p.rows; r0 += gridDim.y * R) {
     float acc[R][C];
 #pragma unroll
@@ -136,13 +152,14 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<R, C>()) Q4LinearKernel(Pa
     // Chunk k0's codes sit in registers and its x in a buffer while chunk k0 + 1024's are loaded.
     uint4 code[C];
     __half2 so[C];
-    LoadCodes<C>(p, col0, lane, 0, code, so);
+    LoadCodes<C>(p, weight, col0, lane, 0, code, so);
     StageX<R>(p, r0, 0, xs_base);
     CommitCopies();
     for (int k0 = 0, b = 0; k0 < p.k; k0 += kChunkFeatures, b ^= 1) {
       uint4 next_code[C];
       __half2 next_so[C];
-      LoadCodes<C>(p, col0, lane, k0 + kChunkFeatures, next_code, next_so);  // Zeros past k.
+      LoadCodes<C>(p, weight, col0, lane, k0 + kChunkFeatures, next_code,
+                   next_so);  // Zeros past k.
       if (k0 + kChunkFeatures < p.k)
         StageX<R>(p, r0, k0 + kChunkFeatures, xs_base + (b ^ 1) * kBufferFloats);
       CommitCopies();  // Possibly empty, so the wait below always leaves exactly the newest.
@@ -201,7 +218,8 @@ __global__ void __launch_bounds__(kThreads, MinBlocks<R, C>()) Q4LinearKernel(Pa
           v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, offset));
         }
         const int j = col0 + c;
-        if (lane == 0 && r0 + r < p.rows && j < p.n) p.y[(r0 + r) * p.y_stride + j] = v;
+        if (lane == 0 && r0 + r < p.rows && j < weight.n)
+          weight.y[(r0 + r) * weight.y_stride + j] = v;
       }
     }
   }

@@ -89,11 +89,10 @@ absl::Status DrafterModel::Layer(int64_t index, DraftStream& stream,
     mixed = y;
   }
   float* q = scratch_.q->floats();
-  ABSL_RETURN_IF_ERROR(backend_->Linear(mixed, width, rows, *w.q_proj, q, nh * d));
+  ABSL_RETURN_IF_ERROR(ProjectKv(w, mixed, rows, q));
   ABSL_RETURN_IF_ERROR(backend_->RmsNorm(q, d, rows * nh, d, w.q_norm->floats(), eps, q, d));
   ABSL_RETURN_IF_ERROR(
       backend_->Rope(q, nh * d, rows, nh, d, d, scratch_.cos->floats(), scratch_.sin->floats()));
-  ABSL_RETURN_IF_ERROR(ProjectKv(w, mixed, rows));
   // Scratch slots past the context: the next context append overwrites them.
   backend::KvCacheHandle& kv = *stream.layers_[index];
   ABSL_RETURN_IF_ERROR(backend_->KvWrite(kv, positions, scratch_.k->floats(), nkv * d,
@@ -132,8 +131,9 @@ absl::Status DrafterModel::Layer(int64_t index, DraftStream& stream,
   const int64_t inter = config_.intermediate_size;
   float* gate = scratch_.gate->floats();
   float* up = scratch_.up->floats();
-  ABSL_RETURN_IF_ERROR(backend_->Linear(mixed, width, rows, *w.gate_proj, gate, inter));
-  ABSL_RETURN_IF_ERROR(backend_->Linear(mixed, width, rows, *w.up_proj, up, inter));
+  const backend::LinearOutput gate_up[] = {{w.gate_proj.get(), gate, inter},
+                                           {w.up_proj.get(), up, inter}};
+  ABSL_RETURN_IF_ERROR(backend_->Linears(mixed, width, rows, gate_up));
   ABSL_RETURN_IF_ERROR(backend_->SwiGlu(gate, up, inter, rows, inter, gate, inter));
   ABSL_RETURN_IF_ERROR(backend_->Linear(gate, inter, rows, *w.down_proj, out, width));
   ABSL_RETURN_IF_ERROR(record(&BlockTrace::mlp_out, scratch_.out, rows * width));

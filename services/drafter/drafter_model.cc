@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "absl/types/span.h"
 #include "common/safetensors/checkpoint.h"
 #include "common/status.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -163,11 +164,16 @@ absl::Status DrafterModel::UploadAngles(std::span<const int64_t> positions) cons
   return backend_->Upload(*scratch_.sin, 0, sin.data(), sin.size() * kFloat);
 }
 
-absl::Status DrafterModel::ProjectKv(const DeviceLayer& layer, const float* x, int64_t rows) const {
+absl::Status DrafterModel::ProjectKv(const DeviceLayer& layer, const float* x, int64_t rows,
+                                     float* q) const {
   const int64_t h = config_.hidden_size, d = config_.head_dim, nkv = config_.num_kv_heads;
   float* k = scratch_.k->floats();
-  ABSL_RETURN_IF_ERROR(backend_->Linear(x, h, rows, *layer.k_proj, k, nkv * d));
-  ABSL_RETURN_IF_ERROR(backend_->Linear(x, h, rows, *layer.v_proj, scratch_.v->floats(), nkv * d));
+  // q, k, v of one input: a device backend may run them in one launch.
+  const backend::LinearOutput qkv[] = {{layer.q_proj.get(), q, config_.num_heads * d},
+                                       {layer.k_proj.get(), k, nkv * d},
+                                       {layer.v_proj.get(), scratch_.v->floats(), nkv * d}};
+  ABSL_RETURN_IF_ERROR(backend_->Linears(
+      x, h, rows, q != nullptr ? absl::MakeConstSpan(qkv) : absl::MakeConstSpan(qkv + 1, 2)));
   ABSL_RETURN_IF_ERROR(
       backend_->RmsNorm(k, d, rows * nkv, d, layer.k_norm->floats(), config_.rms_norm_eps, k, d));
   return backend_->Rope(k, nkv * d, rows, nkv, d, d, scratch_.cos->floats(),

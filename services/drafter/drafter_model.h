@@ -143,9 +143,10 @@ class DrafterModel {
   // scratch_.cos / sin <- the rotary angles of `positions`.
   absl::Status UploadAngles(std::span<const int64_t> positions) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // k, v [rows, nKV * D] <- rotated, k_norm'd keys and values of x [rows, H] (angles uploaded).
-  absl::Status ProjectKv(const DeviceLayer& layer, const float* x, int64_t rows) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // k, v [rows, nKV * D] <- rotated, k_norm'd keys and values of x [rows, H] (angles uploaded);
+  // with q, also q [rows, nH * D] <- x's queries as projected (the three linears one call).
+  absl::Status ProjectKv(const DeviceLayer& layer, const float* x, int64_t rows,
+                         float* q = nullptr) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One layer over the block in scratch_.state.
   absl::Status Layer(int64_t index, DraftStream& stream, std::span<const int64_t> positions,
                      BlockTrace* trace) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

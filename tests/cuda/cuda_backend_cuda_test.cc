@@ -238,7 +238,8 @@ TEST(CudaBackendTest, Exl3WeightsAndColumnViewsMatchTheCpuOp) {
 TEST(CudaBackendTest, LinearsOfOneInputGiveEachWeightItsLinearsBits) {
   auto b = NewBackend();
   ASSERT_NE(b, nullptr);
-  // Two EXL3 weights of one k and K (one launch), a dense one (alone), another K (alone).
+  // Two EXL3 weights of one k and K (one launch), a dense one (alone), another K (alone), then
+  // three Q4 weights (one launch).
   std::vector<exl3::Weight> exl3;
   std::vector<std::unique_ptr<Checkpoint>> ckpts;
   for (const auto& [n, bits] : std::vector<std::pair<int64_t, int>>{{640, 4}, {256, 4}, {384, 3}}) {
@@ -255,15 +256,22 @@ TEST(CudaBackendTest, LinearsOfOneInputGiveEachWeightItsLinearsBits) {
     exl3.push_back(*std::move(w));
   }
   std::vector<std::unique_ptr<backend::LinearHandle>> handles;
+  std::vector<cpu::LinearWeight> q4;
+  for (const int64_t n : {300, 96, 1280}) {
+    auto w = cpu::Q4Weight::Quantize("q4", n, 512,
+                                     RandomFloats(n * 512, static_cast<uint32_t>(11 + n), 0.05f));
+    ASSERT_TRUE(w.ok()) << w.status();
+    q4.push_back(cpu::LinearWeight::Q4(*std::move(w)));
+  }
   for (const cpu::LinearWeight& w :
        {cpu::LinearWeight::Exl3(exl3[0]), cpu::LinearWeight::Exl3(exl3[1]),
         *cpu::LinearWeight::Dense(128, 512, RandomFloats(size_t{128} * 512, 7)),
-        cpu::LinearWeight::Exl3(exl3[2])}) {
+        cpu::LinearWeight::Exl3(exl3[2]), q4[0], q4[1], q4[2]}) {
     auto h = b->UploadLinear(w);
     ASSERT_TRUE(h.ok()) << h.status();
     handles.push_back(*std::move(h));
   }
-  const int64_t width = 640 + 256 + 128 + 384;
+  const int64_t width = 640 + 256 + 128 + 384 + 300 + 96 + 1280;
   for (const int64_t rows : {1, 16, 64}) {
     SCOPED_TRACE(rows);
     auto dx = b->UploadFloats(twinspan::testing::RandomRows(rows, 512, 9 + rows));

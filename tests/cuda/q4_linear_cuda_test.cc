@@ -1,14 +1,15 @@
 // GPU tests of kernels/cuda/q4_linear against cpu::Q4Linear on random weights and inputs (never
 // zeros): within the stated bound for every shape class (column counts that pick each warp width,
 // k with and without a partial 1024-feature chunk, strided rows), row invariance bit for bit for
-// 1..64 rows, the same bits for every forced columns-per-warp tuning, outputs outside the written
-// range left alone, and bad arguments refused. Needs a GPU: run through scripts/gpu-check.sh, not
-// ctest.
+// 1..64 rows, the same bits for every forced columns-per-warp tuning and for up to three weights in
+// one launch, outputs outside the written range left alone, and bad arguments refused. Needs a
+// GPU: run through scripts/gpu-check.sh, not ctest.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -164,6 +165,58 @@ TEST(Q4LinearCudaTest, EveryColumnsPerWarpGivesTheSameBits) {
       }
     }
   }
+}
+
+// Up to three weights of one k in one launch (Q4Linears): each output gets its Q4Linear bits,
+// with strided outputs and row counts that pick every row tile.
+TEST(Q4LinearCudaTest, WeightsOfOneInputInOneLaunchGiveEachItsOwnBits) {
+  const int64_t k = 1152, x_stride = k + 4;
+  std::vector<DeviceQ4Weight> weights;
+  for (const int64_t n : {4096, 45, 1280})
+    weights.push_back(Upload(RandomWeight(n, k, static_cast<uint32_t>(50 + n))));
+  for (const int count : {2, 3}) {
+    for (const int64_t rows : {1, 3, 8, 19}) {
+      const std::vector<float> x = Normal(rows * x_stride, 51 + rows, 1.0f);
+      DeviceFloats xd(x.size());
+      ASSERT_EQ(xd.Upload(x), cudaSuccess);
+      std::vector<std::unique_ptr<DeviceFloats>> together;
+      std::vector<Q4LinearOutput> outs;
+      for (int i = 0; i < count; ++i) {
+        const int64_t y_stride = weights[i].view().n + 3;
+        together.push_back(std::make_unique<DeviceFloats>(rows * y_stride));
+        ASSERT_EQ(together.back()->Poison(), cudaSuccess);
+        outs.push_back({&weights[i].view(), together.back()->get(), y_stride});
+      }
+      ASSERT_TRUE(Q4Linears({}, xd.get(), x_stride, rows, outs.data(), count).ok());
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      for (int i = 0; i < count; ++i) {
+        const int64_t y_stride = weights[i].view().n + 3;
+        const std::vector<float> alone = RunGpu(weights[i], x, rows, x_stride, y_stride);
+        const std::vector<float> got = together[i]->Download();
+        ASSERT_EQ(std::memcmp(got.data(), alone.data(), got.size() * sizeof(float)), 0)
+            << count << " weights, " << rows << " rows: weight " << i;
+      }
+    }
+  }
+}
+
+TEST(Q4LinearCudaTest, SeveralWeightsRejectMismatchedKAndBadCounts) {
+  const DeviceQ4Weight a = Upload(RandomWeight(64, 256, 61)), b = Upload(RandomWeight(64, 384, 62));
+  DeviceFloats x(size_t{2} * 384), y(size_t{2} * 64), z(size_t{2} * 64);
+  const absl::StatusCode bad = absl::StatusCode::kInvalidArgument;
+  const Q4LinearOutput mixed[] = {{&a.view(), y.get(), 64}, {&b.view(), z.get(), 64}};
+  EXPECT_EQ(Q4Linears({}, x.get(), 384, 2, mixed, 2).code(), bad);  // k 256 and 384.
+  const Q4LinearOutput four[] = {{&a.view(), y.get(), 64},
+                                 {&a.view(), z.get(), 64},
+                                 {&a.view(), y.get(), 64},
+                                 {&a.view(), z.get(), 64}};
+  EXPECT_EQ(Q4Linears({}, x.get(), 256, 2, four, 4).code(), bad);
+  EXPECT_EQ(Q4Linears({}, x.get(), 256, 2, four, 0).code(), bad);
+  const Q4LinearOutput null_weight[] = {{&a.view(), y.get(), 64}, {nullptr, z.get(), 64}};
+  EXPECT_EQ(Q4Linears({}, x.get(), 256, 2, null_weight, 2).code(), bad);
+  const Q4LinearOutput narrow[] = {{&a.view(), y.get(), 64}, {&a.view(), z.get(), 63}};
+  EXPECT_EQ(Q4Linears({}, x.get(), 256, 2, narrow, 2).code(), bad);
+  CUDA_OK(cudaGetLastError());
 }
 
 TEST(Q4LinearCudaTest, RefusesBadArguments) {

@@ -75,13 +75,14 @@ struct DrafterQ4 {
   const char* name;
   int64_t n, k;  // Out, in.
   int per_block;
+  bool joins_previous;  // Shares the previous entry's input, so its launch (Q4Linears).
 };
 
 // The linears of one DFlash2 drafter layer of the 27B (5 layers) and how many a block runs.
 constexpr DrafterQ4 kDrafterQ4[] = {
-    {"q_proj", 4096, 5120, 1},     {"k_proj / v_proj", 1024, 5120, 2},
-    {"o_proj", 5120, 4096, 1},     {"gate_proj / up_proj", 17408, 5120, 2},
-    {"down_proj", 5120, 17408, 1},
+    {"q_proj", 4096, 5120, 1, false},     {"k_proj / v_proj", 1024, 5120, 2, true},
+    {"o_proj", 5120, 4096, 1, false},     {"gate_proj / up_proj", 17408, 5120, 2, false},
+    {"down_proj", 5120, 17408, 1, false},
 };
 constexpr int kDrafterLayers = 5;
 
@@ -539,27 +540,49 @@ class Bench {
       }
       std::printf("\n  %-40s |%s\n", "  columns a warp 1 / 2 / 4, us", tuned.c_str());
     }
-    std::vector<cuda::Q4DeviceWeight> block;
+    // One block's weights, distinct, grouped as the drafter calls them: q, k, v; o; gate, up; down.
+    std::vector<std::vector<cuda::Q4DeviceWeight>> groups;
     int64_t offset = 0, bytes = 0;
+    size_t count = 0;
     for (int layer = 0; layer < kDrafterLayers; ++layer)
-      for (const DrafterQ4& l : kDrafterQ4)
+      for (const DrafterQ4& l : kDrafterQ4) {
+        if (!l.joins_previous) groups.emplace_back();
         for (int i = 0; i < l.per_block; ++i) {
-          block.push_back(weight(l.n, l.k, offset));
+          groups.back().push_back(weight(l.n, l.k, offset));
           offset += l.n * l.k / 2;
           bytes += Q4Bytes(l.n, l.k);
+          ++count;
         }
+      }
+    auto run_group = [&](const std::vector<cuda::Q4DeviceWeight>& g, int m, bool together) {
+      if (!together) {
+        for (const auto& w : g) ABSL_RETURN_IF_ERROR(run(w, m));
+        return absl::OkStatus();
+      }
+      std::vector<cuda::Q4LinearOutput> outs;
+      for (const auto& w : g) outs.push_back({&w, y_, w.n});  // Timing only.
+      return cuda::Q4Linears(cuda::Context{stream_, nullptr, 0}, x_, g[0].k, m, outs.data(),
+                             static_cast<int>(outs.size()));
+    };
     for (int m : {1, 8}) {
-      ABSL_ASSIGN_OR_RETURN(const Stats s, TimeGraph([&]() -> absl::Status {
-                              for (const auto& w : block) ABSL_RETURN_IF_ERROR(run(w, m));
-                              return absl::OkStatus();
-                            }));
-      const double gbs = bytes / (s.median_us * 1e3);
-      std::printf(
-          "  one block's %zu Q4 linears, rows %d, one CUDA graph: %.3f ms median (p10 %.3f, p90 "
-          "%.3f), %.1f MB, %.0f GB/s = %.1f%% of copy; floor %.3f ms\n",
-          block.size(), m, s.median_us / 1e3, s.p10_us / 1e3, s.p90_us / 1e3, bytes / 1e6, gbs,
-          100 * gbs / copy_gbs_, bytes / (copy_gbs_ * 1e6));
-      json_["q4_block"].push_back({{"rows", m}, {"median_us", s.median_us}, {"bytes", bytes}});
+      double median[2] = {0, 0};
+      for (const bool together : {false, true}) {
+        ABSL_ASSIGN_OR_RETURN(const Stats s, TimeGraph([&]() -> absl::Status {
+                                for (const auto& g : groups)
+                                  ABSL_RETURN_IF_ERROR(run_group(g, m, together));
+                                return absl::OkStatus();
+                              }));
+        median[together] = s.median_us;
+        const double gbs = bytes / (s.median_us * 1e3);
+        std::printf(
+            "  one block's %zu Q4 linears in %zu launches, rows %d, one CUDA graph: %.3f ms median "
+            "(p10 %.3f, p90 %.3f), %.1f MB, %.0f GB/s = %.1f%% of copy; floor %.3f ms\n",
+            count, together ? groups.size() : count, m, s.median_us / 1e3, s.p10_us / 1e3,
+            s.p90_us / 1e3, bytes / 1e6, gbs, 100 * gbs / copy_gbs_, bytes / (copy_gbs_ * 1e6));
+        json_["q4_block"].push_back(
+            {{"rows", m}, {"together", together}, {"median_us", s.median_us}, {"bytes", bytes}});
+      }
+      std::printf("  rows %d: together / separate = %.3f\n", m, median[1] / median[0]);
     }
     std::printf("\n");
     return absl::OkStatus();
