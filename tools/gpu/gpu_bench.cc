@@ -559,10 +559,11 @@ class Bench {
         for (const auto& w : g) ABSL_RETURN_IF_ERROR(run(w, m));
         return absl::OkStatus();
       }
-      std::vector<cuda::Q4LinearOutput> outs;
-      for (const auto& w : g) outs.push_back({&w, y_, w.n});  // Timing only.
-      return cuda::Q4Linears(cuda::Context{stream_, nullptr, 0}, x_, g[0].k, m, outs.data(),
-                             static_cast<int>(outs.size()));
+      if (g.size() > cuda::kMaxQ4Linears) return absl::InternalError("a group past Q4Linears");
+      cuda::Q4LinearOutput outs[cuda::kMaxQ4Linears];
+      for (size_t i = 0; i < g.size(); ++i) outs[i] = {&g[i], y_, g[i].n};  // Timing only.
+      return cuda::Q4Linears(cuda::Context{stream_, nullptr, 0}, x_, g[0].k, m, outs,
+                             static_cast<int>(g.size()));
     };
     for (int m : {1, 8}) {
       double median[2] = {0, 0};
