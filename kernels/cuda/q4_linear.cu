@@ -21,6 +21,11 @@ constexpr int64_t kBlocksPerSm = 2;
 
 bool Misaligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; }
 
+// Blocks a weight of n outputs takes at `columns` columns a warp.
+int64_t BlocksOf(int64_t n, int columns) {
+  return (n + qk::kWarps * columns - 1) / (qk::kWarps * columns);
+}
+
 // Lets kernel R, C use its shared memory on `device`: once per device, since the call costs
 // microseconds of host time and a draft launches ~45 Q4 linears.
 template <int R, int C>
@@ -106,8 +111,7 @@ absl::Status Q4Linears(const Context& ctx, const float* x, int64_t x_stride, int
   // H200; docs/perf.md). One column a warp never did.
   const auto blocks = [&](int columns) {
     int64_t total = 0;
-    for (int i = 0; i < count; ++i)
-      total += (outs[i].w->n + qk::kWarps * columns - 1) / (qk::kWarps * columns);
+    for (int i = 0; i < count; ++i) total += BlocksOf(outs[i].w->n, columns);
     return total;
   };
   const int64_t blocks4 = blocks(4);
@@ -140,7 +144,7 @@ absl::Status Q4Linears(const Context& ctx, const float* x, int64_t x_stride, int
     part.y_stride = outs[i].y_stride;
     part.n = static_cast<int>(w.n);
     part.first_block = first_block;
-    first_block += static_cast<int>((w.n + qk::kWarps * columns - 1) / (qk::kWarps * columns));
+    first_block += static_cast<int>(BlocksOf(w.n, columns));
   }
   const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(blocks_y));
   cudaError_t e = cudaSuccess;
