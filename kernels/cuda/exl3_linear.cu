@@ -4,7 +4,6 @@
 // exl3_linear_kernel.cuh.
 #include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -161,14 +160,20 @@ Schedule Plan(const Shape& s, int m, bool rounds, int tw, int sms, int blocks_pe
   // Cost: the busiest SM's time over the ideal, in units of one warp's item: an SM runs its
   // warp-items at up to kSaturatingWarps at once, a warp its own items one after another; times
   // the partials' extra traffic.
-  std::vector<double> time(sms, 0);
-  for (int b = 0; b < blocks; ++b) {
-    const int n = static_cast<int>(int64_t{items} * (b + 1) / blocks - int64_t{items} * b / blocks);
-    const double load = static_cast<double>(n) * (rounds ? s.wk : 1) / kSaturatingWarps;
-    time[b % sms] = std::max(time[b % sms] + load, static_cast<double>((n + slots - 1) / slots));
+  // Block b runs on SM b % sms after the SM's blocks before it (no allocation: this is on the
+  // host path of every linear).
+  double busiest = 0;
+  for (int sm = 0; sm < std::min(sms, blocks); ++sm) {
+    double time = 0;
+    for (int b = sm; b < blocks; b += sms) {
+      const int n =
+          static_cast<int>(int64_t{items} * (b + 1) / blocks - int64_t{items} * b / blocks);
+      const double load = static_cast<double>(n) * (rounds ? s.wk : 1) / kSaturatingWarps;
+      time = std::max(time + load, static_cast<double>((n + slots - 1) / slots));
+    }
+    busiest = std::max(busiest, time);
   }
   const double ideal = static_cast<double>(items) * (rounds ? s.wk : 1) / kSaturatingWarps / sms;
-  const double busiest = *std::max_element(time.begin(), time.end());
   const double weight_bytes = static_cast<double>(s.k) * 128 * s.nb * s.bits / 8;
   const double z_bytes = 8.0 * (rounds ? s.rounds_z(m) : s.units_z(m));
   c.cost = (1 + 0.5 * z_bytes / weight_bytes) * busiest / std::max(ideal, 1.0) *
@@ -384,6 +389,7 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
     ek::LaunchShape shape;
     shape.ng = ng;
     shape.tw = c[0].tw;
+    shape.device = device;
     for (int i = 0; i < n; ++i) {
       FillPart(parts[first + i], shapes[first + i], layout, first + i, c[i], ws, lp.part[i]);
       ek::LinearParams& p = lp.part[i].p;
@@ -404,10 +410,10 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
       const int warps = 8 * ng * static_cast<int>(k / 128);
       const int blocks = (warps + ek::kRotateWarps - 1) / ek::kRotateWarps;
       const int threads = 32 * ek::kRotateWarps;
-      const cudaError_t e =
-          ng == 4
-              ? ek::LaunchDependent(&ek::RotateKernel<4>, blocks, threads, 0, ctx.stream, p0, xs)
-              : ek::LaunchDependent(&ek::RotateKernel<8>, blocks, threads, 0, ctx.stream, p0, xs);
+      const cudaError_t e = ng == 4 ? ek::LaunchDependent<&ek::RotateKernel<4>>(
+                                          blocks, threads, 0, device, ctx.stream, p0, xs)
+                                    : ek::LaunchDependent<&ek::RotateKernel<8>>(
+                                          blocks, threads, 0, device, ctx.stream, p0, xs);
       ABSL_RETURN_IF_ERROR(CudaStatus(op, e, "input rotation launch"));
       p0.xs_global = xs;
     }

@@ -16,6 +16,7 @@ struct LaunchShape {
   int blocks = 0;      // Grid size.
   int warps = 0;       // Per block, at most MaxWarps(ng).
   int smem_bytes = 0;  // Dynamic shared memory per block.
+  int device = 0;      // The current device, whose shared-memory limit the launch may raise.
 };
 
 // Launches LinearKernel<CB, bits, ng, tw> with programmatic dependent launch. REQUIRES: p and shape

@@ -4,41 +4,42 @@
 
 #include "kernels/cuda/exl3_linear_launch.cuh"
 #include "kernels/cuda/pdl.cuh"
+#include "kernels/cuda/shared_memory_limit.h"
 
 namespace twinspan::cuda::exl3_kernel {
 
-// Launches `kernel` on the stream so it may start while the previous kernel finishes.
-template <typename Kernel, typename... Args>
-cudaError_t LaunchDependent(Kernel kernel, int blocks, int threads, int smem, cudaStream_t stream,
+// Launches kKernel on the stream so it may start while the previous kernel finishes.
+template <auto kKernel, typename... Args>
+cudaError_t LaunchDependent(int blocks, int threads, int smem, int device, cudaStream_t stream,
                             Args... args) {
   if (smem > 48 * 1024 - 256) {  // The kernel's own static shared memory counts too.
-    const cudaError_t e =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    const cudaError_t e = AllowSharedMemory<kKernel>(device, smem);
     if (e != cudaSuccess) return e;
   }
-  LaunchMaybeEarly(PdlScopeFromEnv() != PdlScope::kNone, kernel,
+  LaunchMaybeEarly(PdlScopeFromEnv() != PdlScope::kNone, kKernel,
                    dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(threads)),
                    static_cast<size_t>(smem), stream, args...);
   return cudaGetLastError();  // Cleared, so the next launch reports its own error.
+}
+
+template <Cb CB, int K, int NG, int TW>
+cudaError_t LaunchKernel(const LaunchShape& s, const LaunchParams& p, cudaStream_t stream) {
+  return LaunchDependent<&LinearKernel<CB, K, NG, TW>>(s.blocks, 32 * s.warps, s.smem_bytes,
+                                                       s.device, stream, p);
 }
 
 template <Cb CB, int K>
 cudaError_t LaunchRows(const LaunchShape& s, const LaunchParams& p, cudaStream_t stream) {
   switch (s.ng) {
     case 1:
-      return LaunchDependent(&LinearKernel<CB, K, 1, 4>, s.blocks, 32 * s.warps, s.smem_bytes,
-                             stream, p);
+      return LaunchKernel<CB, K, 1, 4>(s, p, stream);
     case 2:
-      return s.tw == 4 ? LaunchDependent(&LinearKernel<CB, K, 2, 4>, s.blocks, 32 * s.warps,
-                                         s.smem_bytes, stream, p)
-                       : LaunchDependent(&LinearKernel<CB, K, 2, 2>, s.blocks, 32 * s.warps,
-                                         s.smem_bytes, stream, p);
+      return s.tw == 4 ? LaunchKernel<CB, K, 2, 4>(s, p, stream)
+                       : LaunchKernel<CB, K, 2, 2>(s, p, stream);
     case 4:
-      return LaunchDependent(&LinearKernel<CB, K, 4, 2>, s.blocks, 32 * s.warps, s.smem_bytes,
-                             stream, p);
+      return LaunchKernel<CB, K, 4, 2>(s, p, stream);
     case 8:
-      return LaunchDependent(&LinearKernel<CB, K, 8, 2>, s.blocks, 32 * s.warps, s.smem_bytes,
-                             stream, p);
+      return LaunchKernel<CB, K, 8, 2>(s, p, stream);
     default:
       return cudaErrorInvalidValue;
   }

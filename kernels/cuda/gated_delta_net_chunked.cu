@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "kernels/cuda/gated_delta_net_chunked.cuh"
 #include "kernels/cuda/gated_delta_net_chunked_kernel.cuh"
+#include "kernels/cuda/shared_memory_limit.h"
 
 namespace twinspan::cuda {
 namespace {
@@ -81,11 +82,12 @@ absl::Status GatedDeltaNetChunked(const Context& ctx, const float* qkv, const fl
   char* ws = static_cast<char*>(ctx.workspace);
   const int k_dim = static_cast<int>(dims.k_dim);
   const size_t prepare_smem = ck::PrepareSmemBytes(k_dim), scan_smem = ck::ScanSmemBytes(k_dim);
-  // Both need more than the default 48 KB at k_dim 128 (66 KB, 74 KB): raise the limit per call.
-  if (cudaFuncSetAttribute(ck::PrepareKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(prepare_smem)) != cudaSuccess ||
-      cudaFuncSetAttribute(ck::ScanKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(scan_smem)) != cudaSuccess) {
+  // Both need more than the default 48 KB at k_dim 128 (66 KB, 74 KB).
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      AllowSharedMemory<&ck::PrepareKernel>(device, static_cast<int>(prepare_smem)) !=
+          cudaSuccess ||
+      AllowSharedMemory<&ck::ScanKernel>(device, static_cast<int>(scan_smem)) != cudaSuccess) {
     const cudaError_t e = cudaGetLastError();
     return absl::ResourceExhaustedError(
         absl::StrFormat("GatedDeltaNetChunked: %d / %d bytes of shared memory for k_dim %d: %s",

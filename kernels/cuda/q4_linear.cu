@@ -3,12 +3,12 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 
 #include "absl/strings/str_format.h"
 #include "kernels/cuda/q4_linear.cuh"
 #include "kernels/cuda/q4_linear_kernel.cuh"
+#include "kernels/cuda/shared_memory_limit.h"
 
 namespace twinspan::cuda {
 namespace {
@@ -26,24 +26,11 @@ int64_t BlocksOf(int64_t n, int columns) {
   return (n + qk::kWarps * columns - 1) / (qk::kWarps * columns);
 }
 
-// Lets kernel R, C use its shared memory on `device`: once per device, since the call costs
-// microseconds of host time and a draft launches ~45 Q4 linears.
-template <int R, int C>
-cudaError_t AllowSharedMemory(int device) {
-  static std::atomic<uint64_t> done{0};  // Bit d: set on device d (ids 0..63 remembered).
-  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
-  if ((done.load(std::memory_order_acquire) & bit) != 0) return cudaSuccess;
-  const cudaError_t e = cudaFuncSetAttribute(
-      &qk::Q4LinearKernel<R, C>, cudaFuncAttributeMaxDynamicSharedMemorySize, qk::SmemBytes(R));
-  if (e == cudaSuccess) done.fetch_or(bit, std::memory_order_release);
-  return e;
-}
-
 template <int R, int C>
 cudaError_t Launch(const qk::Params& p, dim3 grid, int device, cudaStream_t stream) {
   constexpr int smem = qk::SmemBytes(R);
   if constexpr (smem > 48 * 1024) {
-    const cudaError_t e = AllowSharedMemory<R, C>(device);
+    const cudaError_t e = AllowSharedMemory<&qk::Q4LinearKernel<R, C>>(device, smem);
     if (e != cudaSuccess) return e;
   }
   // Plain launch: launched early, the draft's kernels cost it ~0.1 ms on the H200 (docs/perf.md).
