@@ -88,7 +88,8 @@ struct WorkspaceLayout {
 WorkspaceLayout Layout(const Shape* shapes, int count, int64_t rows) {
   const int m = static_cast<int>(std::min<int64_t>(rows, LaunchRows(shapes, count)));
   WorkspaceLayout l;
-  l.xs = AlignUp(static_cast<size_t>(kMaxBlocks) * sizeof(int));
+  // The column counters, then the owners' finished rows (LinearParams::finished), kMaxBlocks each.
+  l.xs = AlignUp(static_cast<size_t>(2 * kMaxBlocks) * sizeof(int));
   // The rotation kernel's B fragments (more than 16 rows), with one spare k-tile.
   const size_t xs_bytes =
       m > 16 ? (shapes[0].kt() + 1) * ek::XsWordsPerKtile(RowGroups(m)) * sizeof(uint32_t) : 0;
@@ -324,6 +325,7 @@ void FillPart(const Part& part, const Shape& s, const WorkspaceLayout& layout, i
   p.ldy = part.y_stride;
   p.z = reinterpret_cast<float*>(ws + layout.z[index]);
   p.counters = reinterpret_cast<int*>(ws + layout.counters) + layout.first_counter[index];
+  p.finished = p.counters + kMaxBlocks;
   p.k = static_cast<int>(s.k);
   p.nb = s.nb;
   p.sk = s.sk;
@@ -411,9 +413,9 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
       const int blocks = (warps + ek::kRotateWarps - 1) / ek::kRotateWarps;
       const int threads = 32 * ek::kRotateWarps;
       const cudaError_t e = ng == 4 ? ek::LaunchDependent<&ek::RotateKernel<4>>(
-                                          blocks, threads, 0, device, ctx.stream, p0, xs)
+                                          blocks, threads, 0, device, false, ctx.stream, p0, xs)
                                     : ek::LaunchDependent<&ek::RotateKernel<8>>(
-                                          blocks, threads, 0, device, ctx.stream, p0, xs);
+                                          blocks, threads, 0, device, false, ctx.stream, p0, xs);
       ABSL_RETURN_IF_ERROR(CudaStatus(op, e, "input rotation launch"));
       p0.xs_global = xs;
     }

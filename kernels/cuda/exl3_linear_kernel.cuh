@@ -21,6 +21,8 @@
 // finish a column block (an atomic counter) queues it; at the block's end its warps fold the
 // partials in the order above, run the fp32 output Hadamard, scale by svh, add the bias and
 // write the kept columns of each segment (a span view's logits go straight into a packed row).
+// Above 16 rows ("owners", a cooperative launch) block t % blocks folds row t % m of column block
+// t / m instead, once that block's counter is complete, so the folds are spread over all blocks.
 //
 // Input. Rows are rotated (xh = fp16(H128(x*suh)/sqrt(128)), bit-identical to the CPU op) by each
 // block for the k range its items cover, into shared memory in the mma B-fragment order; when
@@ -117,6 +119,7 @@ struct LinearParams {
   int64_t ldy;
   float* z;                   // fp32 partials (units: [nb][G][m][128]; rounds: [SK][m][nb*128]).
   int* counters;              // [nb], zero before and after the launch.
+  int* finished;              // [nb] epilogue rows done (owners), zero before and after.
   const uint32_t* xs_global;  // B fragments of all k-tiles, or nullptr: rotate in each block.
   int m, k, nb;               // Rows, in_features, blocks of the matrix.
   int sk, wk;
@@ -177,6 +180,13 @@ __device__ __forceinline__ float LoadSharedF32(uint32_t addr) {
 }
 __device__ __forceinline__ void StoreSharedF32(uint32_t addr, float v) {
   asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(addr), "f"(v));
+}
+
+// A load that orders the loads after it (the release side is the writers' fence + atomicAdd).
+__device__ __forceinline__ int LoadAcquire(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
 __device__ __forceinline__ void NamedBarrier(int id, int threads) {
@@ -396,6 +406,8 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   // steps, since the host sends them only plans with L % D == 0 (items and loads then start on
   // D-step boundaries).
   constexpr bool kBlockChecks = NG == 2 && TW == 4;
+  // Above 16 rows every block folds its share of the rows (a cooperative launch; see below).
+  constexpr bool kOwners = NG >= 4;
   static_assert(!kBlockChecks || D == 2, "ItemTilesFitPlan assumes 2 steps a check");
   constexpr int V = Exl3VectorWords(K);
   constexpr int kStrip = 32 * K;  // Words of one half-strip.
@@ -654,7 +666,7 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
       NamedBarrier(1 + lead, 32 * wk);
       if (wi == 0 && lane == 0) last = atomicAdd(p.counters + cb, 1) == 2 * p.sk - 1;
     }
-    if (last) {
+    if (last && !kOwners) {
       __threadfence();     // Acquire side of the other items' fences.
       p.counters[cb] = 0;  // Every item of cb has counted: ready for the next launch.
       queue[atomicAdd(&queued, 1)] = cb;
@@ -729,6 +741,24 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
     }
   }
 
+  if constexpr (kOwners) {
+    // Every block folds its share of the m * nb rows, once each row's column block is complete:
+    // the block that completes one no longer folds all its m rows alone (at 64 rows a block could
+    // hold ~20 rounds of them). The host launches such grids cooperatively, so every block the
+    // wait depends on is resident.
+    const int done = p.rounds ? 2 * p.sk : kParts * G, tasks = p.nb * p.m;
+    for (int t = block + warp * p.blocks; t < tasks; t += warps * p.blocks) {
+      const int b = t / p.m;
+      while (LoadAcquire(p.counters + b) < done) __nanosleep(64);
+      Epilogue(p, seg, b, t - b * p.m);
+      __syncwarp();
+      if (lane == 0 && atomicAdd(p.finished + b, 1) == p.m - 1) {
+        p.counters[b] = 0;  // Every row of b has seen it complete: ready for the next launch.
+        p.finished[b] = 0;
+      }
+    }
+    return;
+  }
   __syncthreads();  // Every queued block's partials are complete and visible (fence + counter).
   const int n_queued = queued;
   for (int i = warp; i < n_queued * p.m; i += warps) Epilogue(p, seg, queue[i / p.m], i % p.m);

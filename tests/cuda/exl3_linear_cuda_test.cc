@@ -446,30 +446,33 @@ TEST(Exl3LinearCuda, EverySchedulePicksTheSameBitsForEveryRowGroup) {
 }
 
 TEST(Exl3LinearCuda, BackToBackLaunchesOnOneWorkspaceRepeatTheirBits) {
-  // Launches overlap their prologues (programmatic dependent launch); queued without a sync in
-  // between, on one workspace, each must still give the bits of a lone launch.
+  // Launches overlap their prologues (programmatic dependent launch) and above 16 rows every
+  // block waits on the counters (owners' folds); queued without a sync in between, on one
+  // workspace, each must still give the bits of a lone launch and leave the counters at zero.
   const HostWeight h = RandomWeight(2048, 1280, 4, Exl3Codebook::kMul1, 31);
   const exl3::Plan plan = exl3::plan(h.k, h.n);
   DeviceWeight d = ToDevice(h, plan.k_splits, plan.warps);
-  const std::vector<float> x = RandomRows(16, h.k, 32);
-  const std::vector<float> want = RunOnce(d.view, x, 16);
+  constexpr int64_t kMaxRows = 64;
+  const std::vector<float> x = RandomRows(kMaxRows, h.k, 32);
+  const std::vector<float> want = RunOnce(d.view, x, kMaxRows);  // Row r's bits at every count.
   auto xd = Upload(x);
   constexpr int kRepeats = 12;
-  DeviceBuffer yd(int64_t{kRepeats} * 16 * h.n * sizeof(float));
+  constexpr int64_t kRows[] = {16, 1, 64, 40};  // Every row-group kernel, in turn.
+  DeviceBuffer yd(int64_t{kRepeats} * kMaxRows * h.n * sizeof(float));
   CUDA_OK(cudaMemset(yd.get(), 0xFF, yd.bytes()));
   Runner runner;
-  for (int i = 0; i < kRepeats; ++i)  // Row counts 16, 1, 16, 1, ...: both row-group kernels.
+  for (int i = 0; i < kRepeats; ++i)
     ASSERT_TRUE(runner
-                    .Run(d.view, xd->as<float>(), i % 2 ? 1 : 16,
-                         yd.as<float>() + static_cast<int64_t>(i) * 16 * h.n)
+                    .Run(d.view, xd->as<float>(), kRows[i % 4],
+                         yd.as<float>() + static_cast<int64_t>(i) * kMaxRows * h.n)
                     .ok());
-  std::vector<float> got(int64_t{kRepeats} * 16 * h.n);
+  std::vector<float> got(int64_t{kRepeats} * kMaxRows * h.n);
   CUDA_OK(cudaMemcpy(got.data(), yd.get(), yd.bytes(), cudaMemcpyDeviceToHost));
   for (int i = 0; i < kRepeats; ++i)
-    ASSERT_EQ(std::memcmp(got.data() + static_cast<int64_t>(i) * 16 * h.n, want.data(),
-                          (i % 2 ? 1 : 16) * h.n * sizeof(float)),
+    ASSERT_EQ(std::memcmp(got.data() + static_cast<int64_t>(i) * kMaxRows * h.n, want.data(),
+                          kRows[i % 4] * h.n * sizeof(float)),
               0)
-        << "launch " << i;
+        << "launch " << i << ", " << kRows[i % 4] << " rows";
 }
 
 TEST(Exl3LinearCuda, LaunchesOfDifferentWidthsShareOneWorkspace) {
