@@ -21,7 +21,7 @@
 // finish a column block (an atomic counter) queues it; at the block's end its warps fold the
 // partials in the order above, run the fp32 output Hadamard, scale by svh, add the bias and
 // write the kept columns of each segment (a span view's logits go straight into a packed row).
-// Above 16 rows ("owners", a cooperative launch) block t % blocks folds row t % m of column block
+// From 9 rows on ("owners", a cooperative launch) block t % blocks folds row t % m of column block
 // t / m instead, once that block's counter is complete, so the folds are spread over all blocks.
 //
 // Input. Rows are rotated (xh = fp16(H128(x*suh)/sqrt(128)), bit-identical to the CPU op) by each
@@ -41,10 +41,10 @@
 // loads its first weights before waiting for the previous grid, and touches x, y and the scratch
 // only after that grid has finished.
 //
-// Measured (H200, docs/perf.md, 2026-12-01): the 27B's 401 linears in 8.8 ms at one row and 13.1
-// ms at 16 as 257 launches (10.3 and 14.3 as 401; exllamav3 12.4 and 18.6 ms); steady state ~55% of
-// the SM's issue rate (the lm_head at K = 6: 2.35 TB/s), so the decode's instruction count, not
-// HBM, is the limit.
+// Measured (H200, docs/perf.md, 2026-12-02): the 27B's 401 linears in 8.8 ms at one row and 12.8
+// ms at 16 as 257 launches (exllamav3 12.4 and 18.6 ms); ~56-60% of the SM's issue slots busy at
+// both (latency-bound at 5 warps a scheduler), so the decode's instruction count, not HBM, is the
+// limit.
 #ifndef TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
 #define TWINSPAN_KERNELS_CUDA_EXL3_LINEAR_KERNEL_CUH_
 
@@ -406,8 +406,8 @@ __global__ void __launch_bounds__(32 * MaxWarps(NG), 1)
   // steps, since the host sends them only plans with L % D == 0 (items and loads then start on
   // D-step boundaries).
   constexpr bool kBlockChecks = NG == 2 && TW == 4;
-  // Above 16 rows every block folds its share of the rows (a cooperative launch; see below).
-  constexpr bool kOwners = NG >= 4;
+  // From 9 rows on every block folds its share of the rows (a cooperative launch; see below).
+  constexpr bool kOwners = NG >= 2;
   static_assert(!kBlockChecks || D == 2, "ItemTilesFitPlan assumes 2 steps a check");
   constexpr int V = Exl3VectorWords(K);
   constexpr int kStrip = 32 * K;  // Words of one half-strip.

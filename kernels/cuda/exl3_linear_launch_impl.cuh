@@ -38,11 +38,11 @@ cudaError_t LaunchDependent(int blocks, int threads, int smem, int device, bool 
   return cudaGetLastError();  // Cleared, so the next launch reports its own error.
 }
 
-// Above 16 rows the kernel's blocks wait on each other (its owners' folds): a cooperative launch.
+// From 9 rows on the kernel's blocks wait on each other (its owners' folds): a cooperative launch.
 template <Cb CB, int K, int NG, int TW>
 cudaError_t LaunchKernel(const LaunchShape& s, const LaunchParams& p, cudaStream_t stream) {
   return LaunchDependent<&LinearKernel<CB, K, NG, TW>>(s.blocks, 32 * s.warps, s.smem_bytes,
-                                                       s.device, NG >= 4, stream, p);
+                                                       s.device, NG >= 2, stream, p);
 }
 
 template <Cb CB, int K>

@@ -446,7 +446,7 @@ TEST(Exl3LinearCuda, EverySchedulePicksTheSameBitsForEveryRowGroup) {
 }
 
 TEST(Exl3LinearCuda, BackToBackLaunchesOnOneWorkspaceRepeatTheirBits) {
-  // Launches overlap their prologues (programmatic dependent launch) and above 16 rows every
+  // Launches overlap their prologues (programmatic dependent launch) and from 9 rows on every
   // block waits on the counters (owners' folds); queued without a sync in between, on one
   // workspace, each must still give the bits of a lone launch and leave the counters at zero.
   const HostWeight h = RandomWeight(2048, 1280, 4, Exl3Codebook::kMul1, 31);
