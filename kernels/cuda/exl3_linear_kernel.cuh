@@ -37,9 +37,9 @@
 // on its own range of blocks with its own plan, workspace and output: per-block scalars, so the
 // epilogue reads its loop bounds into locals first (indexed parameters kept nvcc from unrolling).
 //
-// Launches use programmatic dependent launch (sm_90+): a block, once resident, prefetches and
-// loads its first weights before waiting for the previous grid, and touches x, y and the scratch
-// only after that grid has finished.
+// Launches up to 8 rows use programmatic dependent launch (sm_90+): a block, once resident,
+// prefetches and loads its first weights before waiting for the previous grid, and touches x, y
+// and the scratch only after that grid has finished (from 9 rows the launch is cooperative).
 //
 // Measured (H200, docs/perf.md, 2026-12-02): the 27B's 401 linears in 8.8 ms at one row and 12.8
 // ms at 16 as 257 launches (exllamav3 12.4 and 18.6 ms); ~56-60% of the SM's issue slots busy at
