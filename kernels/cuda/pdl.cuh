@@ -10,9 +10,9 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
-#include <cstdlib>
-#include <string_view>
 #include <utility>
+
+#include "kernels/cuda/pdl_scope.h"
 
 namespace twinspan::cuda {
 
@@ -34,18 +34,6 @@ __device__ __forceinline__ void AllowNextGrid() {
 __device__ __forceinline__ void StartDependent() {
   AllowNextGrid();
   WaitForPriorGrids();
-}
-
-// Which launches may start early: TWINSPAN_CUDA_PDL=all (the default), exl3 (the EXL3 linear
-// only) or none, for timing one binary both ways; read once.
-enum class PdlScope { kAll, kExl3, kNone };
-inline PdlScope PdlScopeFromEnv() {
-  static const PdlScope scope = [] {
-    const char* v = std::getenv("TWINSPAN_CUDA_PDL");
-    const std::string_view s = v == nullptr ? "all" : v;
-    return s == "none" ? PdlScope::kNone : s == "exl3" ? PdlScope::kExl3 : PdlScope::kAll;
-  }();
-  return scope;
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...), allowed to start while the stream's previous

@@ -10,4 +10,9 @@ if(TARGET twinspan_cuda AND TARGET twinspan_exl3)
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/exl3_layout_test.cc
     LIBS twinspan_cuda twinspan_exl3
     LABELS unit)
+  # TWINSPAN_CUDA_PDL's parse: plain C++, runs under ctest.
+  twinspan_test(pdl_scope_test
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/pdl_scope_test.cc
+    LIBS twinspan_cuda
+    LABELS unit)
 endif()
