@@ -412,9 +412,9 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
       const int warps = 8 * ng * static_cast<int>(k / 128);
       const int blocks = (warps + ek::kRotateWarps - 1) / ek::kRotateWarps;
       const int threads = 32 * ek::kRotateWarps;
-      const cudaError_t e = ng == 4 ? ek::LaunchDependent<&ek::RotateKernel<4>>(
+      const cudaError_t e = ng == 4 ? ek::LaunchGrid<&ek::RotateKernel<4>>(
                                           blocks, threads, 0, device, false, ctx.stream, p0, xs)
-                                    : ek::LaunchDependent<&ek::RotateKernel<8>>(
+                                    : ek::LaunchGrid<&ek::RotateKernel<8>>(
                                           blocks, threads, 0, device, false, ctx.stream, p0, xs);
       ABSL_RETURN_IF_ERROR(CudaStatus(op, e, "input rotation launch"));
       p0.xs_global = xs;

@@ -11,38 +11,26 @@ namespace twinspan::cuda::exl3_kernel {
 // Launches kKernel on the stream so it may start while the previous kernel finishes, or, if
 // `cooperative`, with all its blocks resident at once (and after the previous kernel).
 template <auto kKernel, typename... Args>
-cudaError_t LaunchDependent(int blocks, int threads, int smem, int device, bool cooperative,
-                            cudaStream_t stream, Args... args) {
+cudaError_t LaunchGrid(int blocks, int threads, int smem, int device, bool cooperative,
+                       cudaStream_t stream, Args... args) {
   if (smem > 48 * 1024 - 256) {  // The kernel's own static shared memory counts too.
     const cudaError_t e = AllowSharedMemory<kKernel>(device, smem);
     if (e != cudaSuccess) return e;
   }
-  if (cooperative) {
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(blocks));
-    config.blockDim = dim3(static_cast<unsigned>(threads));
-    config.dynamicSmemBytes = static_cast<size_t>(smem);
-    config.stream = stream;
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeCooperative;
-    attr.val.cooperative = 1;
-    config.attrs = &attr;
-    config.numAttrs = 1;
-    const cudaError_t e = cudaLaunchKernelEx(&config, kKernel, args...);
-    const cudaError_t last = cudaGetLastError();  // Cleared, as below.
-    return e != cudaSuccess ? e : last;
-  }
-  LaunchMaybeEarly(PdlScopeFromEnv() != PdlScope::kNone, kKernel,
-                   dim3(static_cast<unsigned>(blocks)), dim3(static_cast<unsigned>(threads)),
-                   static_cast<size_t>(smem), stream, args...);
+  const dim3 grid(static_cast<unsigned>(blocks)), block(static_cast<unsigned>(threads));
+  if (cooperative)
+    LaunchCooperative(kKernel, grid, block, static_cast<size_t>(smem), stream, args...);
+  else
+    LaunchMaybeEarly(PdlScopeFromEnv() != PdlScope::kNone, kKernel, grid, block,
+                     static_cast<size_t>(smem), stream, args...);
   return cudaGetLastError();  // Cleared, so the next launch reports its own error.
 }
 
 // From 9 rows on the kernel's blocks wait on each other (its owners' folds): a cooperative launch.
 template <Cb CB, int K, int NG, int TW>
 cudaError_t LaunchKernel(const LaunchShape& s, const LaunchParams& p, cudaStream_t stream) {
-  return LaunchDependent<&LinearKernel<CB, K, NG, TW>>(s.blocks, 32 * s.warps, s.smem_bytes,
-                                                       s.device, NG >= 2, stream, p);
+  return LaunchGrid<&LinearKernel<CB, K, NG, TW>>(s.blocks, 32 * s.warps, s.smem_bytes, s.device,
+                                                  NG >= 2, stream, p);
 }
 
 template <Cb CB, int K>
