@@ -198,15 +198,20 @@ class Backend {
   virtual absl::Status Attention(const cpu::AttentionShape& shape, const float* q, int64_t q_stride,
                                  absl::Span<const int64_t> positions, const KvCacheHandle& kv,
                                  int64_t num_keys, float* out, int64_t out_stride) = 0;
+  // The conv over `rows` rows from the window state_in ([kernel - 1, channels]); the window after
+  // the last row goes to state_out: state_in itself (in place) or a disjoint buffer, so a caller
+  // can keep the start state without copying it. InvalidArgument when they overlap otherwise.
   virtual absl::Status CausalConv1d(const float* x, int64_t rows, int64_t channels,
-                                    const float* weight, int64_t kernel, float* conv_state,
-                                    float* y) = 0;
+                                    const float* weight, int64_t kernel, const float* state_in,
+                                    float* state_out, float* y) = 0;
   virtual absl::Status GatedDeltaNetGates(const float* a, const float* b, int64_t ab_stride,
                                           int64_t rows, int64_t v_heads, const float* a_log,
                                           const float* dt_bias, float* g, float* beta) = 0;
+  // The recurrence over `rows` rows from state_in ([v_heads, k_dim, v_dim]); the state after the
+  // last row goes to state_out, in place or disjoint as CausalConv1d's.
   virtual absl::Status GatedDeltaNet(const float* qkv, const float* g, const float* beta,
-                                     int64_t rows, const cpu::GatedDeltaNetDims& dims, float* state,
-                                     float* out) = 0;
+                                     int64_t rows, const cpu::GatedDeltaNetDims& dims,
+                                     const float* state_in, float* state_out, float* out) = 0;
   virtual absl::Status GatedRmsNorm(const float* x, const float* gate, int64_t groups, int64_t dim,
                                     const float* weight, float eps, float* y) = 0;
   // The drafter's ops. Sizes as cpu::DynamicConvParams / cpu::TopKParams describe.

@@ -349,13 +349,14 @@ class CpuBackend final : public backend::Backend {
   }
 
   absl::Status CausalConv1d(const float* x, int64_t rows, int64_t channels, const float* weight,
-                            int64_t kernel, float* conv_state, float* y) override {
+                            int64_t kernel, const float* state_in, float* state_out,
+                            float* y) override {
     ABSL_RETURN_IF_ERROR(CheckRange("CausalConv1d", "x", x, Packed(rows * channels)));
     ABSL_RETURN_IF_ERROR(CheckRange("CausalConv1d", "weight", weight, Packed(channels * kernel)));
-    ABSL_RETURN_IF_ERROR(
-        CheckRange("CausalConv1d", "conv_state", conv_state, Packed((kernel - 1) * channels)));
     ABSL_RETURN_IF_ERROR(CheckRange("CausalConv1d", "y", y, Packed(rows * channels)));
-    return cpu::CausalConv1d(ctx_, x, rows, channels, weight, kernel, conv_state, y);
+    ABSL_RETURN_IF_ERROR(
+        StartState("CausalConv1d", state_in, state_out, Packed((kernel - 1) * channels)));
+    return cpu::CausalConv1d(ctx_, x, rows, channels, weight, kernel, state_out, y);
   }
 
   absl::Status GatedDeltaNetGates(const float* a, const float* b, int64_t ab_stride, int64_t rows,
@@ -374,14 +375,16 @@ class CpuBackend final : public backend::Backend {
   }
 
   absl::Status GatedDeltaNet(const float* qkv, const float* g, const float* beta, int64_t rows,
-                             const GatedDeltaNetDims& dims, float* state, float* out) override {
+                             const GatedDeltaNetDims& dims, const float* state_in, float* state_out,
+                             float* out) override {
     ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNet", "qkv", qkv, Packed(rows * dims.qkv_width())));
     ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNet", "g", g, Packed(rows * dims.v_heads)));
     ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNet", "beta", beta, Packed(rows * dims.v_heads)));
-    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNet", "state", state, Packed(dims.state_size())));
     ABSL_RETURN_IF_ERROR(
         CheckRange("GatedDeltaNet", "out", out, Packed(rows * dims.v_heads * dims.v_dim)));
-    return cpu::GatedDeltaNet(ctx_, qkv, g, beta, rows, dims, state, out);
+    ABSL_RETURN_IF_ERROR(
+        StartState("GatedDeltaNet", state_in, state_out, Packed(dims.state_size())));
+    return cpu::GatedDeltaNet(ctx_, qkv, g, beta, rows, dims, state_out, out);
   }
 
   absl::Status GatedRmsNorm(const float* x, const float* gate, int64_t groups, int64_t dim,
@@ -484,6 +487,22 @@ class CpuBackend final : public backend::Backend {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: %s (%d bytes at %p) is not inside one buffer of this %s backend", op,
                         arg, bytes, p, name()));
+  }
+
+  // Checks a recurrent op's states and puts the start state where the op runs in place: state_out.
+  absl::Status StartState(const char* op, const float* state_in, float* state_out,
+                          size_t bytes) const {
+    ABSL_RETURN_IF_ERROR(CheckRange(op, "state_in", state_in, bytes));
+    ABSL_RETURN_IF_ERROR(CheckRange(op, "state_out", state_out, bytes));
+    if (bytes == 0 || state_in == state_out) return absl::OkStatus();
+    const auto i = reinterpret_cast<uintptr_t>(state_in),
+               o = reinterpret_cast<uintptr_t>(state_out);
+    if (i < o + bytes && o < i + bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: state_out overlaps state_in without being equal to it", op));
+    }
+    std::memcpy(state_out, state_in, bytes);
+    return absl::OkStatus();
   }
 
   absl::Status CheckBufferRange(const char* op, const backend::Buffer& buffer, size_t offset,

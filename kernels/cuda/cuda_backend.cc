@@ -300,9 +300,10 @@ class CudaBackend final : public backend::Backend {
   }
 
   absl::Status CausalConv1d(const float* x, int64_t rows, int64_t channels, const float* weight,
-                            int64_t kernel, float* conv_state, float* y) override {
+                            int64_t kernel, const float* state_in, float* state_out,
+                            float* y) override {
     DeviceGuard guard(device_);
-    return cuda::CausalConv1d(Ctx(), x, rows, channels, weight, kernel, conv_state, y);
+    return cuda::CausalConv1d(Ctx(), x, rows, channels, weight, kernel, state_in, state_out, y);
   }
 
   absl::Status GatedDeltaNetGates(const float* a, const float* b, int64_t ab_stride, int64_t rows,
@@ -315,10 +316,10 @@ class CudaBackend final : public backend::Backend {
   // The recurrent form for every window, prompts included: the chunked form's bits depend on how a
   // prompt is cut, which the CPU twin's never do.
   absl::Status GatedDeltaNet(const float* qkv, const float* g, const float* beta, int64_t rows,
-                             const cpu::GatedDeltaNetDims& dims, float* state,
-                             float* out) override {
+                             const cpu::GatedDeltaNetDims& dims, const float* state_in,
+                             float* state_out, float* out) override {
     DeviceGuard guard(device_);
-    return cuda::GatedDeltaNet(Ctx(), qkv, g, beta, rows, dims, state, out);
+    return cuda::GatedDeltaNet(Ctx(), qkv, g, beta, rows, dims, state_in, state_out, out);
   }
 
   absl::Status GatedRmsNorm(const float* x, const float* gate, int64_t groups, int64_t dim,

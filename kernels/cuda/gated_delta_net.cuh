@@ -12,17 +12,17 @@
 namespace twinspan::cuda {
 
 // cpu::GatedDeltaNet on device pointers, asynchronous on ctx.stream: `rows` tokens one at a time
-// from the fp32 state [v_heads, k_dim, v_dim], updated in place (read once, written once per
-// call). Row-invariant: a window of k rows gives the same bits as k calls of one row. Against the
-// CPU op only the order of the sums over k_dim differs (see gated_delta_net_kernel.cuh).
-// REQUIRES: qkv, state and out do not overlap. For k_dim 64 or 128 with v_dim % 4 == 0 (the
-// register kernel) they must be 16-byte aligned.
-// InvalidArgument naming the argument for rows < 0, a non-positive dim, v_heads not a multiple of
-// k_heads, k_dim above 384, a null or (where needed) misaligned pointer; Internal for a failed
-// launch.
+// from the fp32 state [v_heads, k_dim, v_dim] at state_in (read once per call); the state after
+// the last row goes to state_out (written once): the same buffer or a disjoint one. Row-invariant:
+// a window of k rows gives the same bits as k calls of one row. Against the CPU op only the order
+// of the sums over k_dim differs (see gated_delta_net_kernel.cuh). REQUIRES: qkv, the states and
+// out do not overlap (but state_out may equal state_in). For k_dim 64 or 128 with v_dim % 4 == 0
+// (the register kernel) they must be 16-byte aligned. InvalidArgument naming the argument for rows
+// < 0, a non-positive dim, v_heads not a multiple of k_heads, k_dim above 384, a null or (where
+// needed) misaligned pointer, states that partly overlap; Internal for a failed launch.
 absl::Status GatedDeltaNet(const Context& ctx, const float* qkv, const float* g, const float* beta,
-                           int64_t rows, const cpu::GatedDeltaNetDims& dims, float* state,
-                           float* out);
+                           int64_t rows, const cpu::GatedDeltaNetDims& dims, const float* state_in,
+                           float* state_out, float* out);
 
 }  // namespace twinspan::cuda
 

@@ -4,9 +4,12 @@
 // Bytes a round for the 27B (one layer, 3,145,728-byte state). The CPU scheme done on the GPU
 // (copy the start state, run the window in place, copy it back and replay) moves 25.2 MB when a
 // draft is rejected and 12.6 MB when all are kept.
+//   Two buffers (what services/target does): forward {state_in = S, state_out = S'} reads and
+//   writes 6.3 MB; keeping every row makes S' live, keeping n < rows replays them in place on S
+//   (6.3 MB more): 12.6 MB at most, and no copy.
 //   Eager: forward {state_in = S, state_out = null} reads 3.1 MB; commit replays the kept rows
 //   {qkv = the forward's kept rows, rows = keep_rows = n, state_in = state_out = S, out = null},
-//   3.1 MB read + 3.1 MB written: 9.4 MB, and no start-state copy.
+//   3.1 MB read + 3.1 MB written: 9.4 MB, but every kept row replayed, a prompt's included.
 //   Lazy: the next forward runs {qkv = [last window's n kept rows | new window], keep_rows = n,
 //   state_in = state_out = S} and drops the first n outputs: 6.3 MB and no commit launch.
 #ifndef TWINSPAN_KERNELS_CUDA_GATED_DELTA_NET_KEEP_CUH_

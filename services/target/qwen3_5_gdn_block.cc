@@ -23,14 +23,19 @@ absl::Status CheckStateSizes(const GdnBlockShape& shape, const RecurrentState& s
   return absl::OkStatus();
 }
 
-// Conv then recurrence over `rows` rows from the live state; core: [rows, v_heads * v_dim].
+// Conv then recurrence over `rows` rows from the live state, which they advance in place, or
+// whose successor they write to the end-state buffers (a forward: the live state stays the start
+// state until Commit); core: [rows, v_heads * v_dim].
 absl::Status RunRecurrence(backend::Backend& be, const GdnBlockShape& shape,
                            const GdnBlockHandles& w, const float* conv_in, const float* g,
-                           const float* beta, int64_t rows, RecurrentState& state, float* conv_out,
-                           float* core) {
+                           const float* beta, int64_t rows, RecurrentState& state, bool to_end,
+                           float* conv_out, float* core) {
+  float* conv_end = to_end ? state.end_conv().floats() : state.conv().floats();
+  float* ssm_end = to_end ? state.end_ssm().floats() : state.ssm().floats();
   ABSL_RETURN_IF_ERROR(be.CausalConv1d(conv_in, rows, shape.conv_channels(), w.conv->floats(),
-                                       shape.conv_kernel, state.conv().floats(), conv_out));
-  return be.GatedDeltaNet(conv_out, g, beta, rows, shape.dims, state.ssm().floats(), core);
+                                       shape.conv_kernel, state.conv().floats(), conv_end,
+                                       conv_out));
+  return be.GatedDeltaNet(conv_out, g, beta, rows, shape.dims, state.ssm().floats(), ssm_end, core);
 }
 
 // in_proj_a's rows, then in_proj_b's: one weight whose outputs are each the same dot product.
@@ -121,7 +126,7 @@ absl::Status GdnBlockForward(backend::Backend& be, const GdnBlockShape& shape,
           be.Copy(saved + m * (channels + v_heads), seg_beta, m * v_heads * kFloat));
     }
     ABSL_RETURN_IF_ERROR(RunRecurrence(be, shape, w, seg_qkv, seg_g, seg_beta, m, state,
-                                       conv_out->floats() + r0 * channels,
+                                       /*to_end=*/true, conv_out->floats() + r0 * channels,
                                        core->floats() + r0 * value_width));
   }
   ABSL_RETURN_IF_ERROR(be.GatedRmsNorm(core->floats(), z->floats(), n * v_heads, shape.dims.v_dim,
@@ -141,21 +146,20 @@ absl::Status GdnBlockCommit(backend::Backend& be, const GdnBlockShape& shape,
                         n_keep, pending, state.pending_rows()));
   }
   absl::Status status = absl::OkStatus();
-  if (n_keep < pending) {
-    status = state.RestoreStart(be);
-    if (status.ok() && n_keep > 0) {
-      const int64_t channels = shape.conv_channels(), v_heads = shape.dims.v_heads;
-      const float* conv_in = state.replay();
-      const float* g = conv_in + pending * channels;
-      const float* beta = g + pending * v_heads;
-      // One buffer for the conv output and the (unused) core output: the commit is host-bound.
-      absl::StatusOr<std::unique_ptr<backend::Buffer>> scratch =
-          be.AllocateFloats(n_keep * (channels + shape.value_width()));
-      status = !scratch.ok()
-                   ? scratch.status()
-                   : RunRecurrence(be, shape, w, conv_in, g, beta, n_keep, state,
-                                   (*scratch)->floats(), (*scratch)->floats() + n_keep * channels);
-    }
+  if (n_keep == pending) {
+    state.KeepEndState();
+  } else if (n_keep > 0) {  // The live state is still the start: replay the kept rows on it.
+    const int64_t channels = shape.conv_channels(), v_heads = shape.dims.v_heads;
+    const float* conv_in = state.replay();
+    const float* g = conv_in + pending * channels;
+    const float* beta = g + pending * v_heads;
+    // One buffer for the conv output and the (unused) core output: the commit is host-bound.
+    absl::StatusOr<std::unique_ptr<backend::Buffer>> scratch =
+        be.AllocateFloats(n_keep * (channels + shape.value_width()));
+    status = !scratch.ok() ? scratch.status()
+                           : RunRecurrence(be, shape, w, conv_in, g, beta, n_keep, state,
+                                           /*to_end=*/false, (*scratch)->floats(),
+                                           (*scratch)->floats() + n_keep * channels);
   }
   state.EndForward();  // Nothing pending now, whatever happened.
   return status;

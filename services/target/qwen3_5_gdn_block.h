@@ -63,18 +63,18 @@ absl::StatusOr<std::unique_ptr<RecurrentState>> NewGdnState(backend::Backend& ba
                                                             const GdnBlockShape& shape);
 
 // out[rows, hidden] = the block applied to the normed input x[rows, hidden] (backend memory); for
-// each segment s, advances states[s]->recurrent by the segment's rows, saving its pre-forward
-// state and, for GdnBlockCommit, each row's replay inputs ([rows, channels] conv input, then
-// [rows, v_heads] g, then [rows, v_heads] beta). InvalidArgument when a state's sizes disagree
-// with `shape`; op errors.
+// each segment s, writes states[s]->recurrent's state after the segment's rows to its end-state
+// buffers (the live state stays the start until GdnBlockCommit) and keeps each row's replay
+// inputs ([rows, channels] conv input, then [rows, v_heads] g, then [rows, v_heads] beta).
+// InvalidArgument when a state's sizes disagree with `shape`; op errors.
 absl::Status GdnBlockForward(backend::Backend& backend, const GdnBlockShape& shape,
                              const GdnBlockHandles& weights, const float* x, const LayerRows& rows,
                              absl::Span<LayerState* const> states, float* out);
 
 // Leaves `state` as serial decoding of the first n_keep of the last forward's `pending` rows
-// would: unchanged for n_keep == pending, the saved start for 0, else the start replayed through
-// the kept rows with the same ops (bit-identical). Forgets the pending forward. Commit(0) with
-// nothing pending (a forward that failed before reaching this layer) changes nothing.
+// would: the forward's end state for n_keep == pending, the start for 0, else the start replayed
+// through the kept rows with the same ops (bit-identical). Forgets the pending forward. Commit(0)
+// with nothing pending (a forward that failed before reaching this layer) changes nothing.
 // InvalidArgument when n_keep is outside [0, pending] or the pending rows are not `pending`.
 absl::Status GdnBlockCommit(backend::Backend& backend, const GdnBlockShape& shape,
                             const GdnBlockHandles& weights, RecurrentState& state, int64_t n_keep,

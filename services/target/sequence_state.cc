@@ -11,31 +11,24 @@ absl::StatusOr<std::unique_ptr<RecurrentState>> RecurrentState::Create(backend::
                                                                        int64_t conv_floats,
                                                                        int64_t ssm_floats) {
   auto state = std::unique_ptr<RecurrentState>(new RecurrentState());
-  ABSL_ASSIGN_OR_RETURN(state->conv_, backend.AllocateFloats(conv_floats));
-  ABSL_ASSIGN_OR_RETURN(state->ssm_, backend.AllocateFloats(ssm_floats));
-  ABSL_ASSIGN_OR_RETURN(state->conv_start_, backend.AllocateFloats(conv_floats));
-  ABSL_ASSIGN_OR_RETURN(state->ssm_start_, backend.AllocateFloats(ssm_floats));
+  for (int i = 0; i < 2; ++i) {
+    ABSL_ASSIGN_OR_RETURN(state->conv_[i], backend.AllocateFloats(conv_floats));
+    ABSL_ASSIGN_OR_RETURN(state->ssm_[i], backend.AllocateFloats(ssm_floats));
+  }
   ABSL_ASSIGN_OR_RETURN(state->replay_, backend.AllocateFloats(0));
-  ABSL_RETURN_IF_ERROR(backend.Zero(state->conv_->data(), state->conv_->bytes()));
-  ABSL_RETURN_IF_ERROR(backend.Zero(state->ssm_->data(), state->ssm_->bytes()));
+  ABSL_RETURN_IF_ERROR(backend.Zero(state->conv().data(), state->conv().bytes()));
+  ABSL_RETURN_IF_ERROR(backend.Zero(state->ssm().data(), state->ssm().bytes()));
   return state;
 }
 
 absl::StatusOr<float*> RecurrentState::BeginForward(backend::Backend& backend, int64_t rows,
                                                     int64_t replay_floats) {
   pending_rows_ = 0;
-  ABSL_RETURN_IF_ERROR(backend.Copy(conv_start_->data(), conv_->data(), conv_->bytes()));
-  ABSL_RETURN_IF_ERROR(backend.Copy(ssm_start_->data(), ssm_->data(), ssm_->bytes()));
   if (replay_->bytes() < static_cast<size_t>(replay_floats) * sizeof(float)) {
     ABSL_ASSIGN_OR_RETURN(replay_, backend.AllocateFloats(replay_floats));
   }
   pending_rows_ = rows;
   return replay_->floats();
-}
-
-absl::Status RecurrentState::RestoreStart(backend::Backend& backend) {
-  ABSL_RETURN_IF_ERROR(backend.Copy(conv_->data(), conv_start_->data(), conv_->bytes()));
-  return backend.Copy(ssm_->data(), ssm_start_->data(), ssm_->bytes());
 }
 
 SequenceState::~SequenceState() {

@@ -16,8 +16,10 @@
 namespace twinspan::target {
 
 // A Gated DeltaNet layer's recurrent state (fp32, backend memory) and what Commit needs to roll it
-// back: the live state as it was before the pending forward, and that forward's per-row inputs
-// (the family chooses their layout), so Commit(n) can replay the kept rows from the start.
+// back. A forward reads the live state and writes its end state to the other buffer of each pair,
+// so the live one stays the start state until Commit: keeping every row makes the end state live,
+// keeping fewer replays them from the start, and nothing is ever copied. The forward's per-row
+// inputs (the family chooses their layout) are kept for that replay.
 // Not thread-safe; its owner serializes the backend calls.
 class RecurrentState {
  public:
@@ -27,28 +29,31 @@ class RecurrentState {
                                                                 int64_t conv_floats,
                                                                 int64_t ssm_floats);
 
-  backend::Buffer& conv() { return *conv_; }  // Live conv window.
-  backend::Buffer& ssm() { return *ssm_; }    // Live recurrent state.
-  const backend::Buffer& conv() const { return *conv_; }
-  const backend::Buffer& ssm() const { return *ssm_; }
+  backend::Buffer& conv() { return *conv_[live_]; }  // Live conv window.
+  backend::Buffer& ssm() { return *ssm_[live_]; }    // Live recurrent state.
+  const backend::Buffer& conv() const { return *conv_[live_]; }
+  const backend::Buffer& ssm() const { return *ssm_[live_]; }
+  // Where a forward writes its end state.
+  backend::Buffer& end_conv() { return *conv_[1 - live_]; }
+  backend::Buffer& end_ssm() { return *ssm_[1 - live_]; }
 
-  // Before a forward of `rows` rows: copies the live state aside and makes room for
-  // `replay_floats` floats of replay inputs, returning where they go. Backend errors.
+  // Before a forward of `rows` rows: makes room for `replay_floats` floats of replay inputs,
+  // returning where they go. Backend errors.
   absl::StatusOr<float*> BeginForward(backend::Backend& backend, int64_t rows,
                                       int64_t replay_floats);
   // Rows of the pending forward (0: none is pending) and its replay inputs.
   int64_t pending_rows() const { return pending_rows_; }
   const float* replay() const { return replay_->floats(); }
-  // Makes the state saved by BeginForward live again.
-  absl::Status RestoreStart(backend::Backend& backend);
+  // The pending forward kept every row: its end state becomes live.
+  void KeepEndState() { live_ = 1 - live_; }
   // Forgets the pending forward; its replay storage is kept for the next one.
   void EndForward() { pending_rows_ = 0; }
 
  private:
   RecurrentState() = default;
 
-  std::unique_ptr<backend::Buffer> conv_, ssm_;
-  std::unique_ptr<backend::Buffer> conv_start_, ssm_start_;
+  std::unique_ptr<backend::Buffer> conv_[2], ssm_[2];
+  int live_ = 0;
   std::unique_ptr<backend::Buffer> replay_;  // Grows to the largest forward seen.
   int64_t pending_rows_ = 0;
 };

@@ -68,7 +68,7 @@ TEST(CausalConv1dCudaTest, MatchesCpuAtQwenAndOddShapes) {
 
     DeviceArray<float> x(in.x), w(in.weight), state(in.state), y(y_cpu.size());
     ASSERT_TRUE(CausalConv1d(stream.ctx(), x.get(), c.rows, c.shape.channels, w.get(),
-                             c.shape.kernel, state.get(), y.get())
+                             c.shape.kernel, state.get(), state.get(), y.get())
                     .ok());
     ASSERT_TRUE(stream.Finish());
     ExpectClose(y_cpu, y.Download(), kTolerance, "CausalConv1d y, " + what);
@@ -86,11 +86,12 @@ TEST(CausalConv1dCudaTest, WindowEqualsSingleRowCallsBitForBit) {
       DeviceArray<float> x(in.x), w(in.weight), state_window(in.state), state_rows(in.state);
       DeviceArray<float> y_window(rows * s.channels), y_rows(rows * s.channels);
       ASSERT_TRUE(CausalConv1d(stream.ctx(), x.get(), rows, s.channels, w.get(), s.kernel,
-                               state_window.get(), y_window.get())
+                               state_window.get(), state_window.get(), y_window.get())
                       .ok());
       for (int64_t t = 0; t < rows; ++t) {
         ASSERT_TRUE(CausalConv1d(stream.ctx(), x.get() + t * s.channels, 1, s.channels, w.get(),
-                                 s.kernel, state_rows.get(), y_rows.get() + t * s.channels)
+                                 s.kernel, state_rows.get(), state_rows.get(),
+                                 y_rows.get() + t * s.channels)
                         .ok());
       }
       ASSERT_TRUE(stream.Finish());
@@ -116,7 +117,7 @@ TEST(CausalConv1dCudaTest, KeepAndReplayEqualSerialDecodingBitForBit) {
       DeviceArray<float> state(in.state), y(kWindow * s.channels);
       for (int64_t t = 0; t < kWindow; ++t) {
         ASSERT_TRUE(CausalConv1d(stream.ctx(), x.get() + t * s.channels, 1, s.channels, w.get(),
-                                 s.kernel, state.get(), y.get() + t * s.channels)
+                                 s.kernel, state.get(), state.get(), y.get() + t * s.channels)
                         .ok());
         serial_state.push_back(state.Download());
       }
@@ -167,13 +168,22 @@ TEST(CausalConv1dCudaTest, RejectsBadArguments) {
   const Context& ctx = stream.ctx();
   const auto code = [](const absl::Status& st) { return st.code(); };
   constexpr auto kBad = absl::StatusCode::kInvalidArgument;
-  EXPECT_EQ(code(CausalConv1d(ctx, x.get(), -1, 16, w.get(), 4, state.get(), y.get())), kBad);
-  EXPECT_EQ(code(CausalConv1d(ctx, x.get(), 4, 0, w.get(), 4, state.get(), y.get())), kBad);
-  EXPECT_EQ(code(CausalConv1d(ctx, x.get(), 4, 16, w.get(), 0, state.get(), y.get())), kBad);
-  EXPECT_EQ(code(CausalConv1d(ctx, nullptr, 4, 16, w.get(), 4, state.get(), y.get())), kBad);
-  EXPECT_EQ(code(CausalConv1d(ctx, x.get(), 4, 16, nullptr, 4, state.get(), y.get())), kBad);
-  EXPECT_EQ(code(CausalConv1d(ctx, x.get(), 4, 16, w.get(), 4, nullptr, y.get())), kBad);
-  EXPECT_EQ(code(CausalConv1d(ctx, x.get(), 4, 16, w.get(), 4, state.get(), nullptr)), kBad);
+  EXPECT_EQ(code(CausalConv1d(ctx, x.get(), -1, 16, w.get(), 4, state.get(), state.get(), y.get())),
+            kBad);
+  EXPECT_EQ(code(CausalConv1d(ctx, x.get(), 4, 0, w.get(), 4, state.get(), state.get(), y.get())),
+            kBad);
+  EXPECT_EQ(code(CausalConv1d(ctx, x.get(), 4, 16, w.get(), 0, state.get(), state.get(), y.get())),
+            kBad);
+  EXPECT_EQ(code(CausalConv1d(ctx, nullptr, 4, 16, w.get(), 4, state.get(), state.get(), y.get())),
+            kBad);
+  EXPECT_EQ(code(CausalConv1d(ctx, x.get(), 4, 16, nullptr, 4, state.get(), state.get(), y.get())),
+            kBad);
+  EXPECT_EQ(code(CausalConv1d(ctx, x.get(), 4, 16, w.get(), 4, nullptr, state.get(), y.get())),
+            kBad);
+  EXPECT_EQ(code(CausalConv1d(ctx, x.get(), 4, 16, w.get(), 4, state.get(), nullptr, y.get())),
+            kBad);
+  EXPECT_EQ(code(CausalConv1d(ctx, x.get(), 4, 16, w.get(), 4, state.get(), state.get(), nullptr)),
+            kBad);
   CausalConv1dWindow window;
   window.x = x.get();
   window.rows = 4;

@@ -109,24 +109,26 @@ TEST(CudaBackendTest, GatedDeltaNetAndDrafterOpsMatchTheCpuBackend) {
   const std::vector<float> z = RandomFloats(rows * v * dims.v_dim, 309, 3.0f);
   const std::vector<float> norm = RandomFloats(dims.v_dim, 310, 1.5f);
   struct Outputs {
-    std::vector<float> conv_y, conv_state, g, beta, out, state, normed, dynamic;
+    std::vector<float> conv_y, conv_state, g, beta, out, state_in, state, normed, dynamic;
   };
   const auto run = [&](backend::Backend& be) {
     Outputs o;
     auto dx = Floats(be, x), dw = Floats(be, weight), ds = Floats(be, conv_state);
     auto da = Floats(be, a), db = Floats(be, b), dal = Floats(be, a_log), ddt = Floats(be, dt_bias);
     auto dstate = Floats(be, state), dz = Floats(be, z), dnorm = Floats(be, norm);
+    auto dstate_out = *be.AllocateFloats(dims.state_size());
     auto y = *be.AllocateFloats(rows * channels), g = *be.AllocateFloats(rows * v),
          beta = *be.AllocateFloats(rows * v), out = *be.AllocateFloats(rows * v * dims.v_dim),
          normed = *be.AllocateFloats(rows * v * dims.v_dim);
     EXPECT_TRUE(be.CausalConv1d(dx->floats(), rows, channels, dw->floats(), kernel, ds->floats(),
-                                y->floats())
+                                ds->floats(), y->floats())
                     .ok());
     EXPECT_TRUE(be.GatedDeltaNetGates(da->floats(), db->floats(), v, rows, v, dal->floats(),
                                       ddt->floats(), g->floats(), beta->floats())
                     .ok());
+    // Out of place: the start state stays where it was.
     EXPECT_TRUE(be.GatedDeltaNet(y->floats(), g->floats(), beta->floats(), rows, dims,
-                                 dstate->floats(), out->floats())
+                                 dstate->floats(), dstate_out->floats(), out->floats())
                     .ok());
     EXPECT_TRUE(be.GatedRmsNorm(out->floats(), dz->floats(), rows * v, dims.v_dim, dnorm->floats(),
                                 1e-6f, normed->floats())
@@ -145,7 +147,8 @@ TEST(CudaBackendTest, GatedDeltaNetAndDrafterOpsMatchTheCpuBackend) {
     o.g = Download(be, *g, rows * v);
     o.beta = Download(be, *beta, rows * v);
     o.out = Download(be, *out, rows * v * dims.v_dim);
-    o.state = Download(be, *dstate, state.size());
+    o.state_in = Download(be, *dstate, state.size());
+    o.state = Download(be, *dstate_out, state.size());
     o.normed = Download(be, *normed, rows * v * dims.v_dim);
     o.dynamic = Download(be, *cout, size_t{8} * 256);
     return o;
@@ -157,6 +160,8 @@ TEST(CudaBackendTest, GatedDeltaNetAndDrafterOpsMatchTheCpuBackend) {
   EXPECT_LE(RelFro(got.beta, want.beta), 1e-5);
   EXPECT_LE(RelFro(got.out, want.out), 1e-5);
   EXPECT_LE(RelFro(got.state, want.state), 1e-5);
+  EXPECT_EQ(testing::BitMismatches(got.state_in, state), 0u);
+  EXPECT_EQ(testing::BitMismatches(want.state_in, state), 0u);
   EXPECT_LE(RelFro(got.normed, want.normed), 1e-5);
   EXPECT_EQ(testing::BitMismatches(got.dynamic, want.dynamic), 0u);
 }

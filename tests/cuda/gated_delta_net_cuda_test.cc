@@ -133,7 +133,7 @@ TEST(GatedDeltaNetCudaTest, MatchesCpuAtQwenTinyAndOddShapes) {
     DeviceInputs d(in);
     DeviceArray<float> state(in.state), out(out_cpu.size());
     ASSERT_TRUE(GatedDeltaNet(stream.ctx(), d.qkv.get(), d.g.get(), d.beta.get(), c.rows, c.dims,
-                              state.get(), out.get())
+                              state.get(), state.get(), out.get())
                     .ok());
     ASSERT_TRUE(stream.Finish());
     ExpectClose(out_cpu, out.Download(), kRecurrence, "GatedDeltaNet out, " + what);
@@ -152,7 +152,8 @@ std::vector<std::vector<float>> SerialStates(const testing::TestStream& stream,
   for (int64_t t = 0; t < rows; ++t) {
     EXPECT_TRUE(GatedDeltaNet(stream.ctx(), d.qkv.get() + t * dims.qkv_width(),
                               d.g.get() + t * dims.v_heads, d.beta.get() + t * dims.v_heads, 1,
-                              dims, state.get(), out_d.get() + t * dims.v_heads * dims.v_dim)
+                              dims, state.get(), state.get(),
+                              out_d.get() + t * dims.v_heads * dims.v_dim)
                     .ok());
     states.push_back(state.Download());
   }
@@ -176,7 +177,7 @@ TEST(GatedDeltaNetCudaTest, WindowEqualsSingleRowCallsBitForBit) {
       SCOPED_TRACE(Name(dims, rows));
       DeviceArray<float> state(in.state), out(rows * out_width);
       ASSERT_TRUE(GatedDeltaNet(stream.ctx(), d.qkv.get(), d.g.get(), d.beta.get(), rows, dims,
-                                state.get(), out.get())
+                                state.get(), state.get(), out.get())
                       .ok());
       ASSERT_TRUE(stream.Finish());
       ExpectBitEqual(testing::Rows(serial_out, out_width, 0, rows), out.Download(), "window out");
@@ -286,7 +287,7 @@ TEST(GatedDeltaNetCudaTest, RejectsBadArguments) {
   constexpr auto kBad = absl::StatusCode::kInvalidArgument;
   const auto run = [&](const GatedDeltaNetDims& dd, int64_t rows, const float* qkv, float* st,
                        float* o) {
-    return GatedDeltaNet(ctx, qkv, d.g.get(), d.beta.get(), rows, dd, st, o).code();
+    return GatedDeltaNet(ctx, qkv, d.g.get(), d.beta.get(), rows, dd, st, st, o).code();
   };
   EXPECT_EQ(run(dims, -1, d.qkv.get(), state.get(), out.get()), kBad);
   EXPECT_EQ(run({2, 3, 16, 16}, 2, d.qkv.get(), state.get(), out.get()), kBad);  // 3 % 2 != 0

@@ -156,7 +156,7 @@ TEST_F(RoundDriverTest, BytesCountTheWeightsAndTheState) {
   EXPECT_GT(d->trellis, 0);  // the span views of the EXL3 head
   const Bytes keep_all = TargetStateBytes(target_->config(), 16, 16, 100, 2);
   const Bytes reject = TargetStateBytes(target_->config(), 16, 1, 100, 2);
-  EXPECT_GT(reject.state, keep_all.state);  // Restore and replay.
+  EXPECT_GT(reject.state, keep_all.state);  // The kept rows replayed.
   EXPECT_GT(TargetStateBytes(target_->config(), 16, 1, 200, 2).state, reject.state);
   EXPECT_GT(DrafterStateBytes(drafter_->config(), 7, 8, 100, 2176).state,
             DrafterStateBytes(drafter_->config(), 1, 8, 100, 2176).state);

@@ -290,7 +290,7 @@ TEST_F(CpuBackendTest, CausalConvGatesAndGatedDeltaNetEqualTheCpuOps) {
                            y.data())
                   .ok());
   ASSERT_TRUE(be_->CausalConv1d(bx->floats(), rows, channels, bw->floats(), kernel,
-                                bstate->floats(), by->floats())
+                                bstate->floats(), bstate->floats(), by->floats())
                   .ok());
   EXPECT_TRUE(Same(Down(*by), y));
   EXPECT_TRUE(Same(Down(*bstate), conv_state));
@@ -315,7 +315,7 @@ TEST_F(CpuBackendTest, CausalConvGatesAndGatedDeltaNetEqualTheCpuOps) {
       GatedDeltaNet(ctx_, y.data(), g.data(), beta.data(), rows, dims, state.data(), out.data())
           .ok());
   ASSERT_TRUE(be_->GatedDeltaNet(by->floats(), bg->floats(), bbeta->floats(), rows, dims,
-                                 bss->floats(), bout->floats())
+                                 bss->floats(), bss->floats(), bout->floats())
                   .ok());
   EXPECT_TRUE(Same(Down(*bout), out));
   EXPECT_TRUE(Same(Down(*bss), state));
@@ -328,6 +328,51 @@ TEST_F(CpuBackendTest, CausalConvGatesAndGatedDeltaNetEqualTheCpuOps) {
                                 bout->floats())
                   .ok());
   EXPECT_TRUE(Same(Down(*bout), out));
+}
+
+TEST_F(CpuBackendTest, RecurrentOpsWriteTheEndStateElsewhereAndKeepTheStart) {
+  const GatedDeltaNetDims dims{.k_heads = 1, .v_heads = 2, .k_dim = 8, .v_dim = 4};
+  const int64_t rows = 3, channels = dims.qkv_width(), kernel = 4;
+  const int64_t conv_floats = (kernel - 1) * channels;
+  const auto x = Random(rows * channels, 40), weight = Random(channels * kernel, 41, 0.5f);
+  const auto conv_start = Random(conv_floats, 42), state_start = Random(dims.state_size(), 43);
+  const auto g = Random(rows * 2, 44, 0.1f), beta = Random(rows * 2, 45, 0.5f);
+  auto bx = Up(x), bw = Up(weight), bg = Up(g), bbeta = Up(beta);
+  // In place, the reference.
+  auto conv_in_place = Up(conv_start), state_in_place = Up(state_start);
+  auto y_in_place = Up(std::vector<float>(rows * channels));
+  auto out_in_place = Up(std::vector<float>(rows * 8));
+  ASSERT_TRUE(be_->CausalConv1d(bx->floats(), rows, channels, bw->floats(), kernel,
+                                conv_in_place->floats(), conv_in_place->floats(),
+                                y_in_place->floats())
+                  .ok());
+  ASSERT_TRUE(be_->GatedDeltaNet(y_in_place->floats(), bg->floats(), bbeta->floats(), rows, dims,
+                                 state_in_place->floats(), state_in_place->floats(),
+                                 out_in_place->floats())
+                  .ok());
+  // Out of place: the same outputs and end states, and the start states untouched.
+  auto conv_in = Up(conv_start), state_in = Up(state_start);
+  auto conv_out = Up(std::vector<float>(conv_floats)), state_out = Up(state_start);
+  auto y = Up(std::vector<float>(rows * channels)), out = Up(std::vector<float>(rows * 8));
+  ASSERT_TRUE(be_->CausalConv1d(bx->floats(), rows, channels, bw->floats(), kernel,
+                                conv_in->floats(), conv_out->floats(), y->floats())
+                  .ok());
+  ASSERT_TRUE(be_->GatedDeltaNet(y->floats(), bg->floats(), bbeta->floats(), rows, dims,
+                                 state_in->floats(), state_out->floats(), out->floats())
+                  .ok());
+  EXPECT_TRUE(Same(Down(*y), Down(*y_in_place)));
+  EXPECT_TRUE(Same(Down(*out), Down(*out_in_place)));
+  EXPECT_TRUE(Same(Down(*conv_out), Down(*conv_in_place)));
+  EXPECT_TRUE(Same(Down(*state_out), Down(*state_in_place)));
+  EXPECT_TRUE(Same(Down(*conv_in), conv_start));
+  EXPECT_TRUE(Same(Down(*state_in), state_start));
+  // A state_out that starts one float into state_in would read what the op already wrote.
+  auto wide = Up(Random(dims.state_size() + 1, 46));
+  const absl::Status overlap =
+      be_->GatedDeltaNet(y->floats(), bg->floats(), bbeta->floats(), rows, dims, wide->floats(),
+                         wide->floats() + 1, out->floats());
+  EXPECT_EQ(overlap.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(overlap.message().find("state_out overlaps state_in"), std::string::npos) << overlap;
 }
 
 TEST_F(CpuBackendTest, DynamicConvAndTopKEqualTheCpuOps) {

@@ -107,6 +107,29 @@ TEST_F(GdnBlockTest, CommitReplaysKeptRowsToTheSerialState) {
   EXPECT_EQ(window.recurrent->pending_rows(), 0);
 }
 
+TEST_F(GdnBlockTest, AForwardLeavesTheLiveStateToCommit) {
+  const std::vector<float> x = Normal(4 * kHidden);
+  LayerState state = NewState(), serial = NewState();
+  const std::vector<float> conv = Read(state.recurrent->conv());
+  const std::vector<float> ssm = Read(state.recurrent->ssm());
+  ASSERT_TRUE(Forward(x, {4}, {&state}).ok());
+  EXPECT_TRUE(Same(Read(state.recurrent->conv()), conv));  // Nothing copied aside to restore.
+  EXPECT_TRUE(Same(Read(state.recurrent->ssm()), ssm));
+  ASSERT_TRUE(GdnBlockCommit(*be_, shape_, weights_, *state.recurrent, 0, 4).ok());
+  EXPECT_TRUE(Same(Read(state.recurrent->ssm()), ssm));
+  // Keeping every row makes the forward's end state live: serial decoding's.
+  ASSERT_TRUE(Forward(x, {4}, {&state}).ok());
+  ASSERT_TRUE(GdnBlockCommit(*be_, shape_, weights_, *state.recurrent, 4, 4).ok());
+  for (int r = 0; r < 4; ++r) {
+    const std::vector<float> row(x.begin() + r * kHidden, x.begin() + (r + 1) * kHidden);
+    ASSERT_TRUE(Forward(row, {1}, {&serial}).ok());
+    ASSERT_TRUE(GdnBlockCommit(*be_, shape_, weights_, *serial.recurrent, 1, 1).ok());
+  }
+  EXPECT_FALSE(Same(Read(state.recurrent->ssm()), ssm));
+  EXPECT_TRUE(Same(Read(state.recurrent->conv()), Read(serial.recurrent->conv())));
+  EXPECT_TRUE(Same(Read(state.recurrent->ssm()), Read(serial.recurrent->ssm())));
+}
+
 TEST_F(GdnBlockTest, CommitZeroWithoutAForwardChangesNothing) {
   const std::vector<float> x = Normal(2 * kHidden);
   LayerState state = NewState();

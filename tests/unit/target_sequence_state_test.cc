@@ -28,7 +28,7 @@ std::vector<float> Read(backend::Backend& be, const backend::Buffer& buffer) {
   return out;
 }
 
-TEST(RecurrentStateTest, StartsZeroedAndRestoresTheStateBeforeAForward) {
+TEST(RecurrentStateTest, StartsZeroedAndKeepsTheStartLiveUntilTheEndStateIsKept) {
   auto be = cpu::NewCpuBackend(nullptr);
   auto created = RecurrentState::Create(*be, 2, 3);
   ASSERT_TRUE(created.ok()) << created.status();
@@ -44,13 +44,20 @@ TEST(RecurrentStateTest, StartsZeroedAndRestoresTheStateBeforeAForward) {
   EXPECT_EQ(state.pending_rows(), 4);
   EXPECT_TRUE(be->Zero(*replay, 10 * sizeof(float)).ok());  // Room for exactly 10 floats.
   EXPECT_FALSE(be->Zero(*replay, 11 * sizeof(float)).ok());
-  const std::vector<float> advanced = {7, 8, 9};
-  ASSERT_TRUE(be->Upload(state.ssm(), 0, advanced.data(), 12).ok());
-  ASSERT_TRUE(state.RestoreStart(*be).ok());
+  // The forward writes its end state beside the live one, which stays the start.
+  EXPECT_NE(state.end_ssm().data(), state.ssm().data());
+  EXPECT_NE(state.end_conv().data(), state.conv().data());
+  const std::vector<float> end_conv = {6, 5}, end_ssm = {7, 8, 9};
+  ASSERT_TRUE(be->Upload(state.end_conv(), 0, end_conv.data(), 8).ok());
+  ASSERT_TRUE(be->Upload(state.end_ssm(), 0, end_ssm.data(), 12).ok());
   EXPECT_EQ(Read(*be, state.conv()), conv);
   EXPECT_EQ(Read(*be, state.ssm()), ssm);
+  state.KeepEndState();
   state.EndForward();
   EXPECT_EQ(state.pending_rows(), 0);
+  EXPECT_EQ(Read(*be, state.conv()), end_conv);
+  EXPECT_EQ(Read(*be, state.ssm()), end_ssm);
+  EXPECT_EQ(Read(*be, state.end_ssm()), ssm);  // The next forward's end state goes there.
 }
 
 TEST(SequenceStateTest, CheckForwardChangesNothing) {

@@ -256,10 +256,10 @@ absl::Status ProfilingBackend::Attention(const cpu::AttentionShape& shape, const
   });
 }
 absl::Status ProfilingBackend::CausalConv1d(const float* x, int64_t rows, int64_t channels,
-                                            const float* weight, int64_t kernel, float* conv_state,
-                                            float* y) {
+                                            const float* weight, int64_t kernel,
+                                            const float* state_in, float* state_out, float* y) {
   return Timed("CausalConv1d", true, [&] {
-    return inner_.CausalConv1d(x, rows, channels, weight, kernel, conv_state, y);
+    return inner_.CausalConv1d(x, rows, channels, weight, kernel, state_in, state_out, y);
   });
 }
 absl::Status ProfilingBackend::GatedDeltaNetGates(const float* a, const float* b, int64_t ab_stride,
@@ -271,9 +271,10 @@ absl::Status ProfilingBackend::GatedDeltaNetGates(const float* a, const float* b
 }
 absl::Status ProfilingBackend::GatedDeltaNet(const float* qkv, const float* g, const float* beta,
                                              int64_t rows, const cpu::GatedDeltaNetDims& dims,
-                                             float* state, float* out) {
-  return Timed("GatedDeltaNet", true,
-               [&] { return inner_.GatedDeltaNet(qkv, g, beta, rows, dims, state, out); });
+                                             const float* state_in, float* state_out, float* out) {
+  return Timed("GatedDeltaNet", true, [&] {
+    return inner_.GatedDeltaNet(qkv, g, beta, rows, dims, state_in, state_out, out);
+  });
 }
 absl::Status ProfilingBackend::GatedRmsNorm(const float* x, const float* gate, int64_t groups,
                                             int64_t dim, const float* weight, float eps, float* y) {

@@ -98,12 +98,14 @@ class ProfilingBackend final : public backend::Backend {
                          absl::Span<const int64_t> positions, const backend::KvCacheHandle& kv,
                          int64_t num_keys, float* out, int64_t out_stride) override;
   absl::Status CausalConv1d(const float* x, int64_t rows, int64_t channels, const float* weight,
-                            int64_t kernel, float* conv_state, float* y) override;
+                            int64_t kernel, const float* state_in, float* state_out,
+                            float* y) override;
   absl::Status GatedDeltaNetGates(const float* a, const float* b, int64_t ab_stride, int64_t rows,
                                   int64_t v_heads, const float* a_log, const float* dt_bias,
                                   float* g, float* beta) override;
   absl::Status GatedDeltaNet(const float* qkv, const float* g, const float* beta, int64_t rows,
-                             const cpu::GatedDeltaNetDims& dims, float* state, float* out) override;
+                             const cpu::GatedDeltaNetDims& dims, const float* state_in,
+                             float* state_out, float* out) override;
   absl::Status GatedRmsNorm(const float* x, const float* gate, int64_t groups, int64_t dim,
                             const float* weight, float eps, float* y) override;
   absl::Status DynamicConv(float* out, const float* x, const float* base, const float* dynamic,

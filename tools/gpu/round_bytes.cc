@@ -79,9 +79,9 @@ Bytes TargetStateBytes(const target::TargetConfig& c, int64_t rows, int64_t keep
       b.state += (context + rows) * kv_row + rows * kv_row;  // read the keys once, write the rows
       continue;
     }
-    // Copy aside (read + write), the recurrence (read + write), the replay inputs (read + write).
-    b.state += 2 * (ssm + conv) + 2 * (ssm + conv) + 2 * replay;
-    if (keep < rows) b.state += 2 * (ssm + conv) + 2 * (ssm + conv);  // restore, then replay
+    // The recurrence (start read, end written beside it), the replay inputs (read + write).
+    b.state += 2 * (ssm + conv) + 2 * replay;
+    if (0 < keep && keep < rows) b.state += 2 * (ssm + conv);  // the kept rows replayed in place
   }
   // Logits: written, copied to the caller's buffer (read + write), read by the greedy TopK.
   b.state += 4 * rows * c.vocab_size * kFloat;

@@ -35,8 +35,8 @@ absl::StatusOr<Bytes> TargetWeightBytes(const std::string& dir);
 absl::StatusOr<Bytes> DrafterWeightBytes(const std::string& dir, const drafter::DraftHead& head);
 
 // The target's state traffic for a verify of `rows` rows after `context` committed positions that
-// commits `keep` of them (keep < rows: the Gated DeltaNet state is restored and the kept rows
-// replayed, as services/target does today), with bf16 K/V and `taps` tapped layers.
+// commits `keep` of them (0 < keep < rows: the kept rows replayed from the Gated DeltaNet start
+// state, as services/target does), with bf16 K/V and `taps` tapped layers.
 Bytes TargetStateBytes(const target::TargetConfig& c, int64_t rows, int64_t keep, int64_t context,
                        int64_t taps);
 
