@@ -10,8 +10,9 @@
 // state floats each for the 27B. Sums over k_dim run in i order inside a lane, then a fixed
 // butterfly over the 16 lanes; the l2 norms of q and k likewise. Bytes a call for the 27B: the
 // state 3,145,728 read + 3,145,728 written, and per row qkv 40,960 + g, beta 384 + out 24,576;
-// q and k, shared by 3 value heads and 4 column blocks, come from L2. The next row's inputs load
-// while the current row computes.
+// q and k, shared by 3 value heads and 4 column blocks, come from L2. Rows go in chunks of 16:
+// the block first loads a chunk's inputs and norms its q and k rows (each half-warp two rows at
+// once) into shared memory, so the serial chain of rows has no global load or norm in it.
 //
 // ColumnKernel (any other shape, k_dim <= 384): one thread a column, its column in shared memory
 // ([k_dim][32] a warp), every sum in the CPU op's index order.
@@ -32,6 +33,7 @@ namespace twinspan::cuda::gdn_kernel {
 
 constexpr int kParts = 16;  // Lanes that split k_dim in RegisterKernel.
 constexpr int kRegisterThreads = 128;
+constexpr int kRows = 16;            // Rows RegisterKernel stages in shared memory at a time.
 constexpr int kBlockColumns = 32;    // State columns a block owns, both kernels.
 constexpr int kMaxColumnKDim = 384;  // ColumnKernel's [k_dim][32] tile fits 48 KB.
 
@@ -58,135 +60,180 @@ __device__ inline float HalfWarpSum(float v) {
   return v;
 }
 
-// One row's inputs as a RegisterKernel thread needs them.
-template <int kRows>
-struct RowInputs {
-  float q[kRows];  // Raw query rows i0 .. i0 + kRows - 1 of the key head.
-  float k[kRows];
-  float4 v;  // Values of the thread's 4 columns.
-  float g;
-  float beta;
+// A chunk's per-row inputs, staged in shared memory before its recurrence: the normed q and k of
+// the key head, the block's v columns, exp(g) and beta. The rows' loads and norms then run in
+// parallel, off the serial chain of rows, which reads only shared memory.
+template <int kKDim>
+struct ChunkInputs {
+  float q[kRows][kKDim];
+  float k[kRows][kKDim];
+  float v[kRows][kBlockColumns];
+  float decay[kRows];
+  float beta[kRows];
 };
 
-template <int kKDim>
-__device__ inline void LoadRow(const RecurrentParams& p, int64_t t, int kh, int h, int i0, int j0,
-                               bool active, RowInputs<kKDim / kParts>& in) {
-  constexpr int kRows = kKDim / kParts;
-  const float* row = p.qkv + t * p.qkv_width;
-  const float4* q4 = reinterpret_cast<const float4*>(row + kh * kKDim + i0);
-  const float4* k4 = reinterpret_cast<const float4*>(row + (p.k_heads + kh) * kKDim + i0);
-#pragma unroll
-  for (int m = 0; m < kRows / 4; ++m) {
-    const float4 q = q4[m], k = k4[m];
-    in.q[4 * m] = q.x, in.q[4 * m + 1] = q.y, in.q[4 * m + 2] = q.z, in.q[4 * m + 3] = q.w;
-    in.k[4 * m] = k.x, in.k[4 * m + 1] = k.y, in.k[4 * m + 2] = k.z, in.k[4 * m + 3] = k.w;
-  }
-  in.v = active ? *reinterpret_cast<const float4*>(row + 2 * p.k_heads * kKDim +
-                                                   static_cast<int64_t>(h) * p.v_dim + j0)
-                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  in.g = p.g[t * p.v_heads + h];
-  in.beta = p.beta[t * p.v_heads + h];
-}
-
-template <int kRows>
+template <int kSlice>
 __device__ inline void StoreState(float* state, int64_t base, int v_dim, bool active,
-                                  const float (&s)[kRows][4]) {
+                                  const float (&s)[kSlice][4]) {
   if (!active) return;
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < kSlice; ++r) {
     *reinterpret_cast<float4*>(state + base + static_cast<int64_t>(r) * v_dim) =
         make_float4(s[r][0], s[r][1], s[r][2], s[r][3]);
+  }
+}
+
+// Stages rows [t0, t0 + n) (n <= kRows): half-warp w norms rows w and w + 8 of the chunk, lane
+// `part` summing its k_dim / 16 values in order, then the butterfly, as every row always has.
+// Every load is issued before the first norm, so the chunk waits for memory once.
+template <int kKDim>
+__device__ inline void StageChunk(const RecurrentParams& p, int64_t t0, int n, int kh, int h,
+                                  int block_col, ChunkInputs<kKDim>& c) {
+  constexpr int kSlice = kKDim / kParts, kHalfWarps = kRegisterThreads / kParts;
+  constexpr int kVPerThread = kRows * kBlockColumns / kRegisterThreads;
+  const int part = threadIdx.x & (kParts - 1), hw = threadIdx.x / kParts, i0 = part * kSlice;
+  float v[kVPerThread];
+#pragma unroll
+  for (int u = 0; u < kVPerThread; ++u) {
+    const int e = threadIdx.x + u * kRegisterThreads;
+    const int r = e / kBlockColumns, col = block_col + e % kBlockColumns;
+    v[u] = r < n && col < p.v_dim ? p.qkv[(t0 + r) * p.qkv_width + 2 * p.k_heads * kKDim +
+                                          static_cast<int64_t>(h) * p.v_dim + col]
+                                  : 0.0f;
+  }
+  const bool gate = threadIdx.x < n;
+  const float g = gate ? p.g[(t0 + threadIdx.x) * p.v_heads + h] : 0.0f;
+  const float beta = gate ? p.beta[(t0 + threadIdx.x) * p.v_heads + h] : 0.0f;
+  float q[kRows / kHalfWarps][kSlice], k[kRows / kHalfWarps][kSlice];
+#pragma unroll
+  for (int u = 0; u < kRows / kHalfWarps; ++u) {
+    const int r = u * kHalfWarps + hw;
+    const float* row = p.qkv + (t0 + (r < n ? r : 0)) * p.qkv_width;
+#pragma unroll
+    for (int m = 0; m < kSlice / 4; ++m) {
+      const float4 a = reinterpret_cast<const float4*>(row + kh * kKDim + i0)[m];
+      const float4 b = reinterpret_cast<const float4*>(row + (p.k_heads + kh) * kKDim + i0)[m];
+      q[u][4 * m] = a.x, q[u][4 * m + 1] = a.y, q[u][4 * m + 2] = a.z, q[u][4 * m + 3] = a.w;
+      k[u][4 * m] = b.x, k[u][4 * m + 1] = b.y, k[u][4 * m + 2] = b.z, k[u][4 * m + 3] = b.w;
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < kRows / kHalfWarps; ++u) {
+    const int r = u * kHalfWarps + hw;
+    // l2 norms (eps 1e-6), then q scaled: x * inv * scale as the CPU op rounds it.
+    float qq = 0.0f, kk = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kSlice; ++i) {
+      qq = __fadd_rn(qq, __fmul_rn(q[u][i], q[u][i]));
+      kk = __fadd_rn(kk, __fmul_rn(k[u][i], k[u][i]));
+    }
+    qq = HalfWarpSum(qq);
+    kk = HalfWarpSum(kk);
+    const float q_inv = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(qq, 1e-6f)));
+    const float k_inv = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(kk, 1e-6f)));
+    if (r < n) {
+#pragma unroll
+      for (int i = 0; i < kSlice; ++i) {
+        c.q[r][i0 + i] = __fmul_rn(__fmul_rn(q[u][i], q_inv), p.q_scale);
+        c.k[r][i0 + i] = __fmul_rn(k[u][i], k_inv);
+      }
+    }
+    if ((u + 1) * kHalfWarps >= n) break;  // Uniform: n is the block's.
+  }
+#pragma unroll
+  for (int u = 0; u < kVPerThread; ++u) {
+    const int e = threadIdx.x + u * kRegisterThreads;
+    c.v[e / kBlockColumns][e % kBlockColumns] = v[u];
+  }
+  if (gate) {
+    c.decay[threadIdx.x] = expf(g);
+    c.beta[threadIdx.x] = beta;
   }
 }
 
 template <int kKDim>
 __global__ void __launch_bounds__(kRegisterThreads) RegisterKernel(RecurrentParams p) {
   StartDependent();
-  constexpr int kRows = kKDim / kParts;
+  constexpr int kSlice = kKDim / kParts;
+  __shared__ __align__(16) ChunkInputs<kKDim> chunk;
   const int part = threadIdx.x & (kParts - 1);
   const int h = blockIdx.y;
-  const int j0 = blockIdx.x * kBlockColumns + (threadIdx.x / kParts) * 4;
+  const int block_col = blockIdx.x * kBlockColumns;
+  const int c0 = (threadIdx.x / kParts) * 4;  // The thread's first column in the block.
+  const int j0 = block_col + c0;
   const bool active = j0 < p.v_dim;  // v_dim % 4 == 0: a float4 is wholly in or out.
   const int kh = h / (p.v_heads / p.k_heads);
-  const int i0 = part * kRows;
+  const int i0 = part * kSlice;
   const int64_t base = (static_cast<int64_t>(h) * kKDim + i0) * p.v_dim + j0;
 
-  float s[kRows][4];
+  float s[kSlice][4];
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < kSlice; ++r) {
     const float4 v = active ? *reinterpret_cast<const float4*>(p.state_in + base +
                                                                static_cast<int64_t>(r) * p.v_dim)
                             : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     s[r][0] = v.x, s[r][1] = v.y, s[r][2] = v.z, s[r][3] = v.w;
   }
 
-  RowInputs<kRows> cur{}, next{};
-  if (p.rows > 0) LoadRow<kKDim>(p, 0, kh, h, i0, j0, active, cur);
-  for (int64_t t = 0; t < p.rows; ++t) {
-    if (t == p.keep_rows && p.state_out != nullptr)
-      StoreState(p.state_out, base, p.v_dim, active, s);
-    if (t + 1 < p.rows) LoadRow<kKDim>(p, t + 1, kh, h, i0, j0, active, next);
-
-    // l2 norms (eps 1e-6), then q scaled: x * inv * scale as the CPU op rounds it.
-    float qq = 0.0f, kk = 0.0f;
+  for (int64_t t0 = 0; t0 < p.rows; t0 += kRows) {
+    const int n = p.rows - t0 < kRows ? static_cast<int>(p.rows - t0) : kRows;
+    __syncthreads();  // The last chunk's readers are done.
+    StageChunk<kKDim>(p, t0, n, kh, h, block_col, chunk);
+    __syncthreads();
+    for (int r = 0; r < n; ++r) {
+      const int64_t t = t0 + r;
+      if (t == p.keep_rows && p.state_out != nullptr)
+        StoreState(p.state_out, base, p.v_dim, active, s);
+      float qn[kSlice], kn[kSlice];
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      qq = __fadd_rn(qq, __fmul_rn(cur.q[r], cur.q[r]));
-      kk = __fadd_rn(kk, __fmul_rn(cur.k[r], cur.k[r]));
-    }
-    qq = HalfWarpSum(qq);
-    kk = HalfWarpSum(kk);
-    const float q_inv = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(qq, 1e-6f)));
-    const float k_inv = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(kk, 1e-6f)));
-    float qn[kRows], kn[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      qn[r] = __fmul_rn(__fmul_rn(cur.q[r], q_inv), p.q_scale);
-      kn[r] = __fmul_rn(cur.k[r], k_inv);
-    }
-
-    // S *= exp(g); mem = S^T k.
-    const float decay = expf(cur.g);
-    float mem[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        s[r][c] = __fmul_rn(s[r][c], decay);
-        mem[c] = __fadd_rn(mem[c], __fmul_rn(s[r][c], kn[r]));
+      for (int m = 0; m < kSlice / 4; ++m) {
+        const float4 a = reinterpret_cast<const float4*>(&chunk.q[r][i0])[m];
+        const float4 b = reinterpret_cast<const float4*>(&chunk.k[r][i0])[m];
+        qn[4 * m] = a.x, qn[4 * m + 1] = a.y, qn[4 * m + 2] = a.z, qn[4 * m + 3] = a.w;
+        kn[4 * m] = b.x, kn[4 * m + 1] = b.y, kn[4 * m + 2] = b.z, kn[4 * m + 3] = b.w;
       }
-    }
-    const float v[4] = {cur.v.x, cur.v.y, cur.v.z, cur.v.w};
-    float delta[4];
-#pragma unroll
-    for (int c = 0; c < 4; ++c)
-      delta[c] = __fmul_rn(__fsub_rn(v[c], HalfWarpSum(mem[c])), cur.beta);
+      const float decay = chunk.decay[r], beta = chunk.beta[r];
 
-    // S += k delta^T; out = S^T q.
-    if (p.out != nullptr) {
-      float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      // S *= exp(g); mem = S^T k.
+      float mem[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) {
+      for (int i = 0; i < kSlice; ++i) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          s[r][c] = __fadd_rn(s[r][c], __fmul_rn(kn[r], delta[c]));
-          o[c] = __fadd_rn(o[c], __fmul_rn(s[r][c], qn[r]));
+          s[i][c] = __fmul_rn(s[i][c], decay);
+          mem[c] = __fadd_rn(mem[c], __fmul_rn(s[i][c], kn[i]));
         }
       }
+      float delta[4];
 #pragma unroll
-      for (int c = 0; c < 4; ++c) o[c] = HalfWarpSum(o[c]);
-      if (active && part == 0) {
-        *reinterpret_cast<float4*>(p.out + (t * p.v_heads + h) * p.v_dim + j0) =
-            make_float4(o[0], o[1], o[2], o[3]);
-      }
-    } else {
+      for (int c = 0; c < 4; ++c)
+        delta[c] = __fmul_rn(__fsub_rn(chunk.v[r][c0 + c], HalfWarpSum(mem[c])), beta);
+
+      // S += k delta^T; out = S^T q.
+      if (p.out != nullptr) {
+        float o[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) {
+        for (int i = 0; i < kSlice; ++i) {
 #pragma unroll
-        for (int c = 0; c < 4; ++c) s[r][c] = __fadd_rn(s[r][c], __fmul_rn(kn[r], delta[c]));
+          for (int c = 0; c < 4; ++c) {
+            s[i][c] = __fadd_rn(s[i][c], __fmul_rn(kn[i], delta[c]));
+            o[c] = __fadd_rn(o[c], __fmul_rn(s[i][c], qn[i]));
+          }
+        }
+#pragma unroll
+        for (int c = 0; c < 4; ++c) o[c] = HalfWarpSum(o[c]);
+        if (active && part == 0) {
+          *reinterpret_cast<float4*>(p.out + (t * p.v_heads + h) * p.v_dim + j0) =
+              make_float4(o[0], o[1], o[2], o[3]);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < kSlice; ++i) {
+#pragma unroll
+          for (int c = 0; c < 4; ++c) s[i][c] = __fadd_rn(s[i][c], __fmul_rn(kn[i], delta[c]));
+        }
       }
     }
-    cur = next;
   }
   if (p.keep_rows == p.rows && p.state_out != nullptr) {
     StoreState(p.state_out, base, p.v_dim, active, s);
