@@ -3,7 +3,9 @@ if(TARGET twinspan_cuda AND TARGET twinspan_exl3)
   add_library(twinspan_gpu_synthetic STATIC ${CMAKE_CURRENT_LIST_DIR}/gpu/synthetic.cu)
   target_link_libraries(twinspan_gpu_synthetic PUBLIC CUDA::cudart)
   twinspan_cuda_target(twinspan_gpu_synthetic)
-  add_executable(twinspan_gpu_bench ${CMAKE_CURRENT_LIST_DIR}/gpu/gpu_bench.cc)
+  add_executable(twinspan_gpu_bench ${CMAKE_CURRENT_LIST_DIR}/gpu/gpu_bench.cc
+    ${CMAKE_CURRENT_LIST_DIR}/gpu/decode_bound.cu)
+  twinspan_cuda_target(twinspan_gpu_bench)
   target_link_libraries(twinspan_gpu_bench PRIVATE twinspan_cuda twinspan_exl3 twinspan_gpu_synthetic
     CLI11::CLI11 nlohmann_json::nlohmann_json)
 endif()

@@ -1,11 +1,11 @@
 // twinspan_gpu_bench: the CUDA backend against the H200's limit, in one run. Measures copy
 // bandwidth, the EXL3 linear at the Qwen3.8-27B shapes (K = 2..6, rows 1/8/16/64), the 401 linears
 // of one forward as one CUDA graph, the head full / two-span / 384-tail (each span set one
-// Exl3SpanLinear launch) and the drafter's Q4 linears, on synthetic random trellis made on the GPU
-// (any bits are a valid trellis in any layout). Each number is a median of CUDA-event times of
-// calls queued back to back behind a spin kernel, with weight copies rotating over >= 256 MB so
-// every call reads HBM (anchor-perf.md's method); exllamav3's numbers from anchor-perf.md are
-// printed beside ours.
+// Exl3SpanLinear launch), the decode's own ceiling (decode_bound.cuh) and the drafter's Q4 linears,
+// on synthetic random trellis made on the GPU (any bits are a valid trellis in any layout). Each
+// number is a median of CUDA-event times of calls queued back to back behind a spin kernel, with
+// weight copies rotating over >= 256 MB so every call reads HBM (anchor-perf.md's method);
+// exllamav3's numbers from anchor-perf.md are printed beside ours.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -28,6 +28,7 @@
 #include "kernels/cuda/q4_linear.cuh"
 #include "nlohmann/json.hpp"
 #include "tools/gpu/anchor_exllamav3.h"
+#include "tools/gpu/decode_bound.cuh"
 #include "tools/gpu/synthetic.cuh"
 
 namespace twinspan::gpu {
@@ -88,6 +89,27 @@ constexpr int kDrafterLayers = 5;
 
 // Codes (half a byte a weight) plus one fp16 (scale, offset) pair per 128 weights.
 int64_t Q4Bytes(int64_t n, int64_t k) { return n * k / 2 + n * k / 128 * 4; }
+
+using KN = std::pair<int64_t, int64_t>;
+
+// The EXL3 weights of one 27B forward, grouped by input (q, k, v; in_proj_qkv and z; gate and
+// up), in forward order; the head last.
+std::vector<std::vector<KN>> ForwardGroups() {
+  std::vector<std::vector<KN>> groups;
+  for (int layer = 0; layer < 64; ++layer) {
+    if (layer % 4 == 3) {  // Gated attention every fourth layer.
+      groups.push_back({{5120, 12288}, {5120, 1024}, {5120, 1024}});
+      groups.push_back({{6144, 5120}});
+    } else {
+      groups.push_back({{5120, 10240}, {5120, 6144}});
+      groups.push_back({{6144, 5120}});
+    }
+    groups.push_back({{5120, 17408}, {5120, 17408}});
+    groups.push_back({{17408, 5120}});
+  }
+  groups.push_back({{5120, 248320}});
+  return groups;
+}
 
 class Bench {
  public:
@@ -288,20 +310,7 @@ class Bench {
   // one launch per weight, then the weights of one input (q, k, v; in_proj_qkv and z; gate and
   // up) in one launch each (Exl3Linears), side by side.
   absl::Status Forward(int body_bits, int head_bits) {
-    using KN = std::pair<int64_t, int64_t>;
-    std::vector<std::vector<KN>> groups;  // Weights of one input, in forward order.
-    for (int layer = 0; layer < 64; ++layer) {
-      if (layer % 4 == 3) {  // Gated attention every fourth layer.
-        groups.push_back({{5120, 12288}, {5120, 1024}, {5120, 1024}});
-        groups.push_back({{6144, 5120}});
-      } else {
-        groups.push_back({{5120, 10240}, {5120, 6144}});
-        groups.push_back({{6144, 5120}});
-      }
-      groups.push_back({{5120, 17408}, {5120, 17408}});
-      groups.push_back({{17408, 5120}});
-    }
-    groups.push_back({{5120, 248320}});  // The head.
+    const std::vector<std::vector<KN>> groups = ForwardGroups();
     int64_t total = 0;
     std::vector<int64_t> offsets;
     for (size_t g = 0; g < groups.size(); ++g)
@@ -309,10 +318,7 @@ class Bench {
         offsets.push_back(total);
         total += TrellisBytes(kn.first, kn.second, g + 1 == groups.size() ? head_bits : body_bits);
       }
-    if (!forward_weights_) {  // Made once, reused by every tuning.
-      BENCH_CUDA(cudaMalloc(&forward_weights_, total));
-      BENCH_CUDA(FillRandomWords(static_cast<uint16_t*>(forward_weights_), total / 2, 5, stream_));
-    }
+    ABSL_RETURN_IF_ERROR(MakeForwardWeights(total));
     void* weights = forward_weights_;
     std::vector<std::vector<cuda::Exl3DeviceWeight>> ws;
     size_t count = 0;
@@ -380,6 +386,75 @@ class Bench {
     }
     std::printf("\n");
     BENCH_CUDA(cudaStreamSynchronize(stream_));
+    return absl::OkStatus();
+  }
+
+  // Random trellis for one forward's weights, made once and reused by every tuning and section.
+  absl::Status MakeForwardWeights(int64_t bytes) {
+    if (forward_weights_) return absl::OkStatus();
+    BENCH_CUDA(cudaMalloc(&forward_weights_, bytes));
+    BENCH_CUDA(FillRandomWords(static_cast<uint16_t*>(forward_weights_), bytes / 2, 5, stream_));
+    return absl::OkStatus();
+  }
+
+  // The decode's ceiling (decode_bound.cuh): the forward's body (K = body_bits) and head bytes
+  // streamed by one persistent launch each, with the loads alone, then decode + one mma a tile
+  // (up to 8 rows), then decode + two (9..16 rows), for each block shape; against copy bandwidth.
+  absl::Status Decode(int body_bits, int head_bits) {
+    const std::vector<std::vector<KN>> groups = ForwardGroups();
+    int64_t body = 0;
+    for (size_t g = 0; g + 1 < groups.size(); ++g)
+      for (const KN& kn : groups[g]) body += TrellisBytes(kn.first, kn.second, body_bits);
+    const KN head_kn = groups.back().front();
+    const int64_t head = TrellisBytes(head_kn.first, head_kn.second, head_bits);
+    ABSL_RETURN_IF_ERROR(MakeForwardWeights(body + head));
+    if (!sink_) BENCH_CUDA(cudaMalloc(&sink_, sizeof(float) * sms_ * 32));
+    const auto* words = static_cast<const uint32_t*>(forward_weights_);
+    std::printf(
+        "Decode ceiling: the forward's body (%.2f GB, K = %d) and head (%.2f GB, K = %d), one "
+        "persistent launch each, %d blocks; floor at copy bandwidth %.3f ms\n",
+        body / 1e9, body_bits, head / 1e9, head_bits, sms_, (body + head) / (copy_gbs_ * 1e6));
+    struct Work {
+      DecodeWork work;
+      const char* name;
+    };
+    const Work works[] = {{DecodeWork::kLoad, "loads only"},
+                          {DecodeWork::kDecodeMma1, "decode + 1 mma (8 rows)"},
+                          {DecodeWork::kDecodeMma2, "decode + 2 mma (16 rows)"}};
+    double best[3] = {0, 0, 0};
+    for (int wi = 0; wi < 3; ++wi)
+      for (const DecodeShape& shape : kDecodeShapes) {
+        auto run = [&](const uint32_t* w, int64_t bytes, int bits) {
+          return Time(
+              [&](int) -> absl::Status {
+                BENCH_CUDA(DecodeStream(w, bytes / (128 * bits), bits, works[wi].work, shape, sms_,
+                                        sink_, stream_));
+                return absl::OkStatus();
+              },
+              2, reps_);
+        };
+        ABSL_ASSIGN_OR_RETURN(const Stats b, run(words, body, body_bits));
+        ABSL_ASSIGN_OR_RETURN(const Stats h, run(words + body / 4, head, head_bits));
+        const double us = b.median_us + h.median_us, gbs = (body + head) / (us * 1e3);
+        if (best[wi] == 0 || us < best[wi]) best[wi] = us;
+        std::printf(
+            "  %-26s %2d warps x %d ahead: body %.3f ms + head %.3f ms = %.3f ms, %.0f GB/s = "
+            "%.1f%% of copy\n",
+            works[wi].name, shape.warps, shape.depth, b.median_us / 1e3, h.median_us / 1e3,
+            us / 1e3, gbs, 100 * gbs / copy_gbs_);
+        json_["decode"].push_back({{"work", works[wi].name},
+                                   {"warps", shape.warps},
+                                   {"depth", shape.depth},
+                                   {"body_us", b.median_us},
+                                   {"head_us", h.median_us},
+                                   {"gbs", gbs}});
+      }
+    std::printf(
+        "  best: loads %.3f ms (%.1f%% of copy), 1 mma %.3f ms (%.1f%%), 2 mma %.3f ms (%.1f%%, "
+        "%.3fx the 1-mma time)\n\n",
+        best[0] / 1e3, 100 * (body + head) / (best[0] * 1e3) / copy_gbs_, best[1] / 1e3,
+        100 * (body + head) / (best[1] * 1e3) / copy_gbs_, best[2] / 1e3,
+        100 * (body + head) / (best[2] * 1e3) / copy_gbs_, best[2] / best[1]);
     return absl::OkStatus();
   }
 
@@ -612,6 +687,7 @@ class Bench {
   void* pool_ = nullptr;
   int64_t pool_bytes_ = 0;
   void* forward_weights_ = nullptr;
+  float* sink_ = nullptr;
   void* q4_codes_ = nullptr;
   void* q4_scales_ = nullptr;
   double copy_gbs_ = kAnchorCopyGBs;
@@ -642,6 +718,7 @@ absl::Status Main(const std::string& json_path, const std::string& sections,
     if (has("head")) ABSL_RETURN_IF_ERROR(bench.Head(6));
     if (has("forward")) ABSL_RETURN_IF_ERROR(bench.Forward(4, 6));
     if (has("floor")) ABSL_RETURN_IF_ERROR(bench.Floor());
+    if (t == 0 && has("decode")) ABSL_RETURN_IF_ERROR(bench.Decode(4, 6));
     if (t == 0 && has("linears")) ABSL_RETURN_IF_ERROR(bench.Linears(bits));
     if (t == 0 && has("q4")) ABSL_RETURN_IF_ERROR(bench.Q4Linears());
   }
@@ -658,7 +735,7 @@ absl::Status Main(const std::string& json_path, const std::string& sections,
 
 int main(int argc, char** argv) {
   CLI::App app{"Twinspan CUDA backend benchmark against the H200's copy bandwidth"};
-  std::string json, sections = "head,forward,floor,linears,q4";
+  std::string json, sections = "head,forward,floor,decode,linears,q4";
   std::vector<int> bits = {2, 3, 4, 5, 6};
   int reps = 30;
   std::vector<std::string> tunings = {"0:0:0"};
@@ -667,7 +744,7 @@ int main(int argc, char** argv) {
          "--tunings", tunings,
          "comma list of schedule:blocks_per_sm:l2_ahead[:warps[:tiles]] to time (default 0:0:0)")
       ->delimiter(',');
-  app.add_option("--sections", sections, "comma list of head, forward, floor, linears, q4");
+  app.add_option("--sections", sections, "comma list of head, forward, floor, decode, linears, q4");
   app.add_option("--bits", bits, "comma list of K values of the per-linear table")
       ->check(CLI::Range(1, 8))
       ->delimiter(',');
