@@ -427,8 +427,8 @@ class Bench {
         auto run = [&](const uint32_t* w, int64_t bytes, int bits) {
           return Time(
               [&](int) -> absl::Status {
-                BENCH_CUDA(DecodeStream(w, bytes / (128 * bits), bits, works[wi].work, shape, sms_,
-                                        sink_, stream_));
+                BENCH_CUDA(DecodeStream(w, bytes / (int64_t{128} * bits), bits, works[wi].work,
+                                        shape, sms_, sink_, stream_));
                 return absl::OkStatus();
               },
               2, reps_);
