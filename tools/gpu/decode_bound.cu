@@ -80,6 +80,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1)
   if (lane == 0) sink[warp] = v;
 }
 
+// One instance per entry of kDecodeShapes.
 template <int K, DecodeWork W>
 cudaError_t LaunchShape(const uint32_t* words, int64_t half_strips, DecodeShape shape, int sms,
                         float* sink, cudaStream_t stream) {
