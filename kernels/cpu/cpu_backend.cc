@@ -27,6 +27,7 @@
 #include "kernels/cpu/rms_norm.h"
 #include "kernels/cpu/rope.h"
 #include "kernels/cpu/span_ids.h"
+#include "kernels/cpu/state_overlap.h"
 #include "kernels/cpu/swiglu.h"
 #include "kernels/cpu/topk.h"
 
@@ -495,9 +496,8 @@ class CpuBackend final : public backend::Backend {
     ABSL_RETURN_IF_ERROR(CheckRange(op, "state_in", state_in, bytes));
     ABSL_RETURN_IF_ERROR(CheckRange(op, "state_out", state_out, bytes));
     if (bytes == 0 || state_in == state_out) return absl::OkStatus();
-    const auto i = reinterpret_cast<uintptr_t>(state_in),
-               o = reinterpret_cast<uintptr_t>(state_out);
-    if (i < o + bytes && o < i + bytes) {
+    if (cpu::StatesPartlyOverlap(state_in, state_out,
+                                 static_cast<int64_t>(bytes / sizeof(float)))) {
       return absl::InvalidArgumentError(
           absl::StrFormat("%s: state_out overlaps state_in without being equal to it", op));
     }

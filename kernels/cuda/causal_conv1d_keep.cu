@@ -2,21 +2,14 @@
 #include <cstdint>
 
 #include "absl/strings/str_format.h"
+#include "kernels/cpu/state_overlap.h"
 #include "kernels/cuda/causal_conv1d_keep.cuh"
 #include "kernels/cuda/causal_conv1d_kernel.cuh"
 #include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda {
-namespace {
 
 namespace ck = causal_conv1d_kernel;
-
-// True when [a, a + n) and [b, b + n) share a float but do not start together.
-bool PartlyOverlaps(const float* a, const float* b, int64_t n) {
-  return a != b && a < b + n && b < a + n;
-}
-
-}  // namespace
 
 absl::Status CausalConv1dKeep(const Context& ctx, const CausalConv1dWindow& window,
                               int64_t channels, const float* weight, int64_t kernel) {
@@ -37,7 +30,7 @@ absl::Status CausalConv1dKeep(const Context& ctx, const CausalConv1dWindow& wind
         "CausalConv1dKeep: weight, x (rows > 0) and state_in (kernel > 1) must be device pointers");
   }
   if (state_floats > 0 && window.state_out != nullptr &&
-      PartlyOverlaps(window.state_in, window.state_out, state_floats)) {
+      cpu::StatesPartlyOverlap(window.state_in, window.state_out, state_floats)) {
     return absl::InvalidArgumentError(
         "CausalConv1dKeep: state_out overlaps state_in without being equal to it");
   }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "kernels/cpu/state_overlap.h"
 #include "kernels/cuda/gated_delta_net_keep.cuh"
 #include "kernels/cuda/gated_delta_net_kernel.cuh"
 #include "kernels/cuda/pdl.cuh"
@@ -55,8 +56,7 @@ absl::Status GatedDeltaNetKeep(const Context& ctx, const GatedDeltaNetWindow& w,
         "out must be 16-byte aligned");
   }
   const int64_t state_floats = dims.state_size();
-  if (w.state_out != nullptr && w.state_out != w.state_in &&
-      w.state_out < w.state_in + state_floats && w.state_in < w.state_out + state_floats) {
+  if (w.state_out != nullptr && cpu::StatesPartlyOverlap(w.state_in, w.state_out, state_floats)) {
     return absl::InvalidArgumentError(
         "GatedDeltaNetKeep: state_out overlaps state_in without being equal to it");
   }
