@@ -234,27 +234,26 @@ def load_target(folder, device):
 
 
 def distill_prompts(args, tok, count, length, seed):
-    """`count` windows of `length` tokens from training documents (never held-out ones), half of
-    them chat asks so the drafter also learns the replies' openings."""
+    """`count` windows of `length` tokens from training documents (never held-out ones); half of
+    them end in a chat ask (after a document's tail and <|endoftext|>, as training packed them)
+    so the drafter also learns the replies the target writes."""
     code, prose, _, _ = gather(args)
     rng = random.Random(seed)
     docs = code + prose
-    chats = corpus.chat_samples(docs, seed, count)
-    out = []
-    encs = tok.encode_batch([d.text for d in rng.sample(docs, min(len(docs), count))])
-    for enc in encs:
-        ids = enc.ids
-        if len(ids) < length + 8:
-            continue
-        s = rng.randrange(0, len(ids) - length)
-        out.append(torch.tensor(ids[s : s + length]))
-    for enc in tok.encode_batch([corpus.render_chat(u) for u, _ in chats]):
-        ids = enc.ids
-        if len(ids) >= 8:
-            ids = ([tok.token_to_id("<|endoftext|>")] * length + ids)[-length:]
-            out.append(torch.tensor(ids))
+    eot = tok.token_to_id("<|endoftext|>")
+    windows = []
+    for enc in tok.encode_batch([d.text for d in rng.sample(docs, min(len(docs), count))]):
+        if len(enc.ids) >= length + 8:
+            s = rng.randrange(0, len(enc.ids) - length)
+            windows.append(enc.ids[s : s + length])
+    out = [torch.tensor(w) for w in windows[: count - count // 2]]
+    chats = corpus.chat_samples(docs, seed, count // 2)
+    for i, enc in enumerate(tok.encode_batch([corpus.render_chat(u) for u, _ in chats])):
+        if windows and len(enc.ids) < length:
+            filler = windows[i % len(windows)] + [eot]
+            out.append(torch.tensor((filler + enc.ids)[-length:]))
     rng.shuffle(out)
-    return out[:count]
+    return out
 
 
 def stage_drafter(args):
