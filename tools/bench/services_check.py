@@ -75,8 +75,9 @@ class Service:
         self.log.close()
 
 
-def check_totals(report: dict, checks: list) -> list:
-    """Problems with the report's exactness totals: every check ran, all equal, nothing failed."""
+def check_totals(report: dict, checks: list, floors: dict = None) -> list:
+    """Problems with the report's exactness totals: every check ran, all equal, nothing failed;
+    and every cell of a mode in `floors` drafted at least that many tokens per round."""
     problems = []
     totals = report["totals"]
     for check in checks:
@@ -88,9 +89,23 @@ def check_totals(report: dict, checks: list) -> list:
     if totals["failed_requests"]:
         problems.append(f"{totals['failed_requests']} requests failed")
     for cell in report["cells"]:
-        if cell["tokens_per_round"] is None or cell["tokens_per_round"] < 1.0:
-            problems.append(f"{cell['cell']}: tokens per round {cell['tokens_per_round']}")
+        tpr = cell["tokens_per_round"]
+        floor = max(1.0, (floors or {}).get(cell["mode"], 1.0))
+        if tpr is None or tpr < floor:
+            problems.append(f"{cell['cell']}: tokens per round {tpr} (floor {floor:g})")
     return problems
+
+
+def parse_floors(specs: list) -> dict:
+    """["greedy=3.2", "sampled=1.5"] -> {"greedy": 3.2, "sampled": 1.5}."""
+    floors = {}
+    for spec in specs or []:
+        mode, _, value = spec.partition("=")
+        try:
+            floors[mode] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--min-tokens-per-round wants MODE=NUMBER, got '{spec}'")
+    return floors
 
 
 class Step(argparse.Action):
@@ -119,8 +134,14 @@ def main(argv=None) -> int:
     p.add_argument("--bench-args", default="--cells code --modes greedy,sampled --levels 1,2 "
                    "--tokens 16 --reps 2 --warmup 1 --alone --serial",
                    help="the cell to run (default: %(default)s)")
+    p.add_argument("--min-tokens-per-round", action="append", metavar="MODE=FLOOR",
+                   help="fail a cell of MODE (greedy, sampled) below FLOOR tokens per round")
     p.add_argument("--keep-logs", action="store_true")
     args = p.parse_args(argv)
+    try:
+        floors = parse_floors(args.min_tokens_per_round)
+    except argparse.ArgumentTypeError as e:
+        p.error(str(e))
     if not args.steps or not any(kind == "service" for kind, _ in args.steps):
         p.error("give at least one --service NAME=COMMAND")
 
@@ -159,12 +180,14 @@ def main(argv=None) -> int:
             report = json.load(f)
         checks = [c for c in ("alone", "serial", "repeat") if f"--{c}" in args.bench_args
                   or c == "repeat"]
-        problems = check_totals(report, checks)
+        problems = check_totals(report, checks, floors)
         if run.returncode != 0:
             problems.append(f"twinspan-bench --strict exited {run.returncode}")
         for problem in problems:
             print(f"services_check: FAIL {problem}", file=sys.stderr)
         totals = report["totals"]
+        print("services_check: tokens per round " + ", ".join(
+            f"{c['cell']} {c['tokens_per_round']}" for c in report["cells"]))
         print("services_check: exactness " + ", ".join(
             f"{c} {totals[c]['equal']}/{totals[c]['unequal']}/{totals[c]['failed']}" for c in checks))
         code = 1 if problems else 0

@@ -25,6 +25,18 @@ class ServicesCheckTest(unittest.TestCase):
         self.assertEqual(code, 0, err)
         self.assertIn("exactness alone 4/0/0, serial 3/0/0, repeat 3/0/0", out)
 
+    def test_fails_a_mode_below_its_tokens_per_round_floor(self):
+        # The fake server's rounds emit 1.75 tokens: a floor of 1.5 passes (one for a mode the
+        # cells do not run is ignored) and 2 fails.
+        code, out, err = run(["--service", f"fake={FAKE}", "--bench", BENCH, "--bench-args", SMALL,
+                              "--min-tokens-per-round", "greedy=1.5", "--min-tokens-per-round", "sampled=9"])
+        self.assertEqual(code, 0, err)
+        self.assertIn("tokens per round code/greedy/c1 1.75", out)
+        code, _, err = run(["--service", f"fake={FAKE}", "--bench", BENCH, "--bench-args", SMALL,
+                            "--min-tokens-per-round", "greedy=2"])
+        self.assertEqual(code, 1)
+        self.assertIn("tokens per round 1.75 (floor 2)", err)
+
     def test_fails_when_replies_do_not_prove_themselves(self):
         code, _, err = run(["--service", f"fake={FAKE} --lie-about-hash", "--bench", BENCH,
                             "--bench-args", SMALL])
