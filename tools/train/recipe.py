@@ -271,6 +271,14 @@ def stage_drafter(args):
                                       args.seed, sampled_share=args.sampled_share, log=log)
     distill_seconds = time.time() - t0
     log(f"distill: {ids.shape} in {distill_seconds:.0f} s")
+    written = ids[mask.bool()]
+    counts = torch.bincount(written, minlength=tcfg.vocab_size).double()
+    coverage = {str(n): round(float(counts[:n].sum() / counts.sum()), 5)
+                for n in range(512, tcfg.vocab_size + 1, 512)}
+    log(f"distill: the target's own tokens inside [0, N): {coverage}")
+    write_json(os.path.join(args.out, "distill_coverage.json"),
+               {"tokens": int(written.numel()), "coverage_id_prefix": coverage,
+                "tail_tokens": int(counts[tcfg.vocab_size - 128:].sum())})
     for layers in [int(x) for x in str(args.layers).split(",")]:
         train_one_drafter(args, target, tcfg, ids, mask, layers, distill_seconds, device)
 
@@ -311,9 +319,36 @@ def train_one_drafter(args, target, tcfg, ids, mask, layers, distill_seconds, de
     log(f"{name}: done, {count_params(drafter)} parameters")
 
 
+def stage_calibration(args):
+    """Training-split text (never held-out files: the same content-hash rule) for the quantizer's
+    --calibration, from the folders of the machine it runs on."""
+    code, prose, _, stats = gather(args)
+    rng = random.Random(args.seed)
+    docs = code + prose
+    rng.shuffle(docs)
+    chunks, size = [], 0
+    for d in docs:
+        if size >= args.mb << 20:
+            break
+        chunks.append(d.text)
+        size += len(d.text)
+    with open(args.out, "w") as f:
+        f.write("\n".join(chunks))
+    log(f"calibration: {len(chunks)} training files, {size} bytes -> {args.out}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="stage", required=True)
+    c = sub.add_parser("calibration", help="training-split text for twinspan-quantize --calibration")
+    c.add_argument("--out", required=True)
+    c.add_argument("--mb", type=int, default=4)
+    c.add_argument("--seed", type=int, default=20261203)
+    c.add_argument("--roots", nargs="*")
+    c.add_argument("--heldout-percent", type=int, default=3)
+    c.add_argument("--code-mb", type=int, default=240)
+    c.add_argument("--prose-mb", type=int, default=60)
+    c.add_argument("--smoke", action="store_true")
     for name in ("target", "drafter"):
         s = sub.add_parser(name)
         s.add_argument("--out", required=True)
@@ -363,6 +398,8 @@ def main():
     d.add_argument("--warmup", type=int, default=100)
     d.add_argument("--noise", type=float, default=0.0)
     args = p.parse_args()
+    if args.stage == "calibration":
+        return stage_calibration(args)
     if args.smoke:
         for k, v in {"code_mb": 2, "prose_mb": 1, "batch": 4, "time_budget": 5.0,
                      "heldout_percent": 30}.items():
