@@ -51,7 +51,8 @@ absl::StatusOr<std::unique_ptr<Drafter>> Drafter::Create(std::unique_ptr<Drafter
         "Drafter: the target's lm_head is [%d, %d], the drafter needs [vocab_size %d, hidden %d]",
         lm_head.out_features(), lm_head.in_features(), config.vocab_size, config.hidden_size));
   }
-  ABSL_ASSIGN_OR_RETURN(HeadVariant variant, MakeHeadVariant(head, config.vocab_size));
+  ABSL_ASSIGN_OR_RETURN(HeadVariant variant,
+                        MakeHeadVariant(head, config.vocab_size, config.head_variants));
   backend::Backend& b = model->backend();
   absl::MutexLock lock(&model->mu());
   ABSL_ASSIGN_OR_RETURN(DraftHead draft_head, DraftHead::Create(b, lm_head, std::move(variant)));

@@ -233,6 +233,22 @@ absl::StatusOr<DrafterConfig> ParseDrafterConfig(const json& config, const std::
   out.input_embedding_scale = static_cast<float>(scale);
   out.output_multiplier = static_cast<float>(multiplier);
   out.final_logit_softcapping = softcap > 0 ? static_cast<float>(softcap) : 0.0f;
+  if (const auto named = config.find("head_variants"); named != config.end()) {
+    if (!named->is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: head_variants must be an object of name -> span list, not %s",
+                          source, named->dump()));
+    }
+    for (const auto& [name, spans] : named->items()) {
+      if (!spans.is_string() || name == "full") {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: head_variants.%s must be a span list like \"0:6144,8064:8192\" (and full is the "
+            "whole head)",
+            source, name));
+      }
+      out.head_variants[name] = spans.get<std::string>();
+    }
+  }
   if (out.kind == DrafterKind::kDFlash2) ABSL_RETURN_IF_ERROR(ParseDFlash2(config, source, out));
   return out;
 }

@@ -5,6 +5,7 @@
 #define TWINSPAN_SERVICES_DRAFTER_DRAFTER_CONFIG_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct DrafterConfig {
   float input_embedding_scale = 1.0f;
   float output_multiplier = 1.0f;
   float final_logit_softcapping = 0.0f;  // 0: none.
+
+  // Head variants the checkpoint names (config.json "head_variants": {"two-span": "0:6144,..."}):
+  // its own spans, chosen from its training text, in place of the Qwen3.8-27B defaults.
+  std::map<std::string, std::string> head_variants;
 
   // DFlash2 only (zero for DFlash).
   int64_t conv_kernel_size = 0;  // Kc

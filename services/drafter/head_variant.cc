@@ -23,7 +23,17 @@ int32_t HeadVariant::GlobalId(int64_t local) const {
   return -1;  // Unreachable under the REQUIRES.
 }
 
-absl::StatusOr<HeadVariant> MakeHeadVariant(const std::string& spec, int64_t vocab) {
+absl::StatusOr<HeadVariant> MakeHeadVariant(const std::string& spec, int64_t vocab,
+                                            const std::map<std::string, std::string>& named) {
+  if (const auto it = named.find(spec); it != named.end() && spec != "full") {
+    absl::StatusOr<HeadVariant> variant = MakeHeadVariant(it->second, vocab);
+    if (!variant.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat("the checkpoint's head variant %s: %s",
+                                                        spec, variant.status().message()));
+    }
+    variant->name = spec;
+    return variant;
+  }
   if (vocab <= 0) {
     return absl::InvalidArgumentError(absl::StrFormat("head variant %s: vocab %d", spec, vocab));
   }

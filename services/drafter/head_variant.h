@@ -4,6 +4,7 @@
 #define TWINSPAN_SERVICES_DRAFTER_HEAD_VARIANT_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,12 @@ struct HeadVariant {
   int32_t GlobalId(int64_t local) const;
 };
 
-// `full`: [0, V). `two-span`: [0, min(98304, V)) and [V - 288, V), merged when they touch.
-// Otherwise a span list "a:b,c:d" (half-open, ascending, disjoint). InvalidArgument naming the
-// variant for an unknown name, a malformed list, or spans outside [0, vocab).
-absl::StatusOr<HeadVariant> MakeHeadVariant(const std::string& spec, int64_t vocab);
+// `full`: [0, V). A name in `named` (the checkpoint's own variants, DrafterConfig::head_variants):
+// its span list. `two-span` otherwise: [0, min(98304, V)) and [V - 288, V), merged when they
+// touch. Otherwise a span list "a:b,c:d" (half-open, ascending, disjoint). InvalidArgument naming
+// the variant for an unknown name, a malformed list, or spans outside [0, vocab).
+absl::StatusOr<HeadVariant> MakeHeadVariant(const std::string& spec, int64_t vocab,
+                                            const std::map<std::string, std::string>& named = {});
 
 }  // namespace twinspan::drafter
 

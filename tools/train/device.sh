@@ -5,6 +5,8 @@
 # tool brings back 8 files of 16 MiB): unpack here with `cat OUT/STAGE.tar.part-* | tar -x -C DIR`.
 #   tools/train/device.sh target
 #   tools/train/device.sh drafter --target DIR --tokenizer-dir DIR --mask-token-id N
+# With DEQUANT=EXL3_DIR and BUNDLE=DIR (device-bundle.sh of twinspan-exl3), the drafter stage first
+# writes EXL3_DIR as dense fp32 weights into $WORK/dense (pass --target "$WORK/dense").
 set -euo pipefail
 stage=$1
 shift
@@ -25,6 +27,10 @@ if [ "${SKIP_SMOKE:-0}" != 1 ]; then
   python3 "$here/recipe.py" "$stage" --out "$work/smoke" --smoke "${smoke_args[@]}" >"$work/smoke.log" 2>&1 ||
     { tail -40 "$work/smoke.log"; exit 1; }
   echo "device.sh: smoke $stage passed"
+fi
+if [ -n "${DEQUANT:-}" ]; then
+  rm -rf "$work/dense"
+  "$BUNDLE/run" twinspan-exl3 dequant-model --in "$DEQUANT" --out "$work/dense" --dtype f32
 fi
 rm -rf "$work/$stage"
 python3 "$here/recipe.py" "$stage" --out "$work/$stage" "$@" 2>&1 | tee "$out/$stage.log"

@@ -59,6 +59,21 @@ TEST(DrafterConfigTest, V1SpellingWithTopLevelBlockSizeAndCausalSlidingDefault) 
   EXPECT_EQ(config->layers[4].sliding_window, 0);
 }
 
+TEST(DrafterConfigTest, ReadsTheCheckpointsNamedHeadVariants) {
+  json c = Qwen38DFlash2();
+  EXPECT_TRUE(ParseDrafterConfig(c, "config.json")->head_variants.empty());
+  c["head_variants"] = {{"two-span", "0:98304,248032:248320"}};
+  auto config = ParseDrafterConfig(c, "config.json");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->head_variants.at("two-span"), "0:98304,248032:248320");
+  for (const json& bad : {json(7), json({{"two-span", 3}}), json({{"full", "0:10"}})}) {
+    c["head_variants"] = bad;
+    const auto rejected = ParseDrafterConfig(c, "config.json");
+    EXPECT_EQ(rejected.status().code(), absl::StatusCode::kInvalidArgument) << bad.dump();
+    EXPECT_NE(rejected.status().message().find("head_variants"), absl::string_view::npos);
+  }
+}
+
 TEST(DrafterConfigTest, RejectsBadFieldsNamingThem) {
   const std::vector<std::pair<std::string, std::function<void(json&)>>> cases = {
       {"architectures", [](json& c) { c["architectures"] = {"LlamaForCausalLM"}; }},

@@ -1,5 +1,8 @@
 #include "services/drafter/head_variant.h"
 
+#include <map>
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace twinspan::drafter {
@@ -35,6 +38,24 @@ TEST(HeadVariantTest, ExplicitSpanList) {
   ASSERT_TRUE(variant.ok()) << variant.status();
   EXPECT_EQ(variant->columns(), 1152);
   EXPECT_EQ(variant->GlobalId(1024), 3968);
+}
+
+TEST(HeadVariantTest, ACheckpointNamesItsOwnVariants) {
+  const std::map<std::string, std::string> named = {{"two-span", "0:6144,8064:8192"},
+                                                    {"narrow", "0:1024"}};
+  auto two = MakeHeadVariant("two-span", 8192, named);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->name, "two-span");
+  ASSERT_EQ(two->spans.size(), 2u);
+  EXPECT_EQ(two->spans[0].end, 6144);
+  EXPECT_EQ(two->spans[1].begin, 8064);
+  auto narrow = MakeHeadVariant("narrow", 8192, named);
+  ASSERT_TRUE(narrow.ok());
+  EXPECT_EQ(narrow->columns(), 1024);
+  EXPECT_EQ(MakeHeadVariant("full", 8192, named)->columns(), 8192);  // full stays the head
+  auto bad = MakeHeadVariant("two-span", 8192, {{"two-span", "0:9000"}});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("two-span"), absl::string_view::npos);
 }
 
 TEST(HeadVariantTest, RejectsBadSpecs) {
