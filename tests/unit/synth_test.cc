@@ -23,7 +23,7 @@
 #include "services/drafter/speculative_loop.h"
 #include "services/target/target_config.h"
 #include "services/target/target_model.h"
-#include "tools/synth/bit_allocation.h"
+#include "common/exl3/bit_allocation.h"
 #include "tools/synth/fill.h"
 #include "tools/synth/presets.h"
 #include "tools/synth/shard_writer.h"
@@ -238,11 +238,11 @@ TEST(SynthTest, BodyBitsAreAMixOfThreeAndFourAveragingTheRequest) {
 }
 
 TEST(SynthTest, AllocationRefusesBadRequests) {
-  EXPECT_FALSE(AllocateBits({{.layer = 0, .numel = 10}}, 1, 0.5).ok());
-  EXPECT_FALSE(AllocateBits({{.layer = 0, .numel = 10}}, 1, 8.5).ok());
-  EXPECT_FALSE(AllocateBits({{.layer = 2, .numel = 10}}, 2, 4).ok());
-  EXPECT_FALSE(AllocateBits({{.layer = 0, .numel = 0}}, 1, 4).ok());
-  auto k = AllocateBits({{.layer = 0, .numel = 10}, {.layer = 1, .numel = 10}}, 3, 2.5);
+  EXPECT_FALSE(exl3::AllocateBits({{.layer = 0, .numel = 10}}, 1, 0.5).ok());
+  EXPECT_FALSE(exl3::AllocateBits({{.layer = 0, .numel = 10}}, 1, 8.5).ok());
+  EXPECT_FALSE(exl3::AllocateBits({{.layer = 2, .numel = 10}}, 2, 4).ok());
+  EXPECT_FALSE(exl3::AllocateBits({{.layer = 0, .numel = 0}}, 1, 4).ok());
+  auto k = exl3::AllocateBits({{.layer = 0, .numel = 10}, {.layer = 1, .numel = 10}}, 3, 2.5);
   ASSERT_TRUE(k.ok());
   EXPECT_EQ(*k, (std::vector<int>{3, 2}));  // Layer 0 is nearer an end than layer 1 of 3.
 }
