@@ -1,0 +1,9 @@
+# The EXL3 quantizer: the CPU trellis encoder, tile packing, the per-linear recipe.
+twinspan_test(trellis_encode_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/quantize/trellis_encode_test.cc
+  LIBS twinspan_cpu twinspan_exl3
+  LABELS unit)
+twinspan_test(tile_pack_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/quantize/tile_pack_test.cc
+  LIBS twinspan_exl3
+  LABELS unit asan)
