@@ -15,6 +15,9 @@ namespace {
 
 constexpr int kPositions = exl3::kTileWeights;
 constexpr float kInf = std::numeric_limits<float>::infinity();
+// Pass 1's positions, centred on the ring's wrap: all 256 as exllamav3 runs them. (Measured on
+// Gaussian tiles, 128 would save a quarter of the work for +0.2% MSE at K = 4, +0.6% at K = 2.)
+constexpr int kFirstPass = kPositions;
 
 std::vector<float> CodebookTable(exl3::Codebook codebook) {
   std::vector<float> table(size_t{1} << exl3::kStateBits);
@@ -34,12 +37,12 @@ std::vector<float> CodebookTable(exl3::Codebook codebook) {
   return table;
 }
 
-// Walks the kept cost rows back from out-edge `edge` at step 255 down to step `last`, recomputing
-// each step's best k exactly as the forward did; writes the states when `states` is set. Returns
-// the edge entering step `last`.
+// Walks the kept cost rows back from out-edge `edge` after step `first` down to step `last`,
+// recomputing each step's best k exactly as the forward did; writes the states when `states` is
+// set. Returns the edge entering step `last`. Step i encodes position (i + roll) mod 256.
 int Traceback(const trellis::StepShape& shape, const float* values, const float* target,
-              const float* history, int roll, int edge, int last, uint16_t* states) {
-  for (int i = kPositions - 1; i >= last; --i) {
+              const float* history, int roll, int edge, int first, int last, uint16_t* states) {
+  for (int i = first; i >= last; --i) {
     const int p = (i + roll) & (kPositions - 1);
     const float* prev = history + static_cast<size_t>(i) * shape.row_floats;
     float best = kInf;
@@ -69,8 +72,8 @@ void EncodeTiles(const trellis::StepShape& shape, const trellis::Step& step,
   float x[2];
   const float* prev[2];
   float* next[2];
-  const auto run_pass = [&](int roll) {
-    for (int i = 0; i < kPositions; ++i) {
+  const auto run_pass = [&](int roll, int steps) {
+    for (int i = 0; i < steps; ++i) {
       for (int t = 0; t < lanes; ++t) {
         x[t] = targets[t][(i + roll) % kPositions];
         prev[t] = history[t] + i * row;
@@ -79,25 +82,27 @@ void EncodeTiles(const trellis::StepShape& shape, const trellis::Step& step,
       fn(tables, x, prev, next);
     }
   };
-  // Pass 1: every start allowed, from the middle of the ring so its wrap lies mid-path.
+  // Pass 1: every start allowed, over kFirstPass positions centred on the ring's wrap.
   for (int t = 0; t < lanes; ++t) std::fill(history[t], history[t] + row, 0.0f);
-  run_pass(kPositions / 2);
+  run_pass(kPositions - kFirstPass / 2, kFirstPass);
   int ring_edge[2];
   for (int t = 0; t < lanes; ++t) {
-    const float* end = history[t] + kPositions * row;
+    const float* end = history[t] + kFirstPass * row;
     int end_edge = 0;
     for (int e = 1; e < shape.edges; ++e) {
       if (end[shape.Index(e)] < end[shape.Index(end_edge)]) end_edge = e;
     }
-    ring_edge[t] = Traceback(shape, tables.values, targets[t], history[t], kPositions / 2, end_edge,
-                             kPositions / 2, nullptr);
+    ring_edge[t] =
+        Traceback(shape, tables.values, targets[t], history[t], kPositions - kFirstPass / 2,
+                  end_edge, kFirstPass - 1, kFirstPass / 2, nullptr);
     // Pass 2 starts pinned to that edge.
     std::fill(history[t], history[t] + row, kInf);
     history[t][shape.Index(ring_edge[t])] = 0.0f;
   }
-  run_pass(0);
+  run_pass(0, kPositions);
   for (int t = 0; t < lanes; ++t) {
-    Traceback(shape, tables.values, targets[t], history[t], 0, ring_edge[t], 0, states[t]);
+    Traceback(shape, tables.values, targets[t], history[t], 0, ring_edge[t], kPositions - 1, 0,
+              states[t]);
     for (int p = 0; p < kPositions; ++p) values[t][p] = tables.values[states[t][p]];
   }
 }
