@@ -114,13 +114,17 @@ TWINSPAN_AVX2_FMA void Avx2GroupStep(const StepTables& tables, const float* x,
           for (int v = 0; v < W::kVectors; ++v) best[i][b][v] = _mm256_set1_ps(kInf);
         }
       }
+      // In-edge (k << in_shift) | g sits at k * kStride + g of a padded row.
+      constexpr int kStride = (1 << W::kInShift) + kShape.pad;
+      const float* in[T];
+      TWINSPAN_UNROLL
+      for (int i = 0; i < T; ++i) in[i] = prev[i] + g0;
       for (int k = 0; k < W::kCodes; ++k) {
         TWINSPAN_UNROLL
         for (int b = 0; b < W::kBatch; ++b) {
-          const int in = kShape.Index((k << W::kInShift) | (g0 + b));
           __m256 p[T];
           TWINSPAN_UNROLL
-          for (int i = 0; i < T; ++i) p[i] = _mm256_broadcast_ss(prev[i] + in);
+          for (int i = 0; i < T; ++i) p[i] = _mm256_broadcast_ss(in[i] + b);
           TWINSPAN_UNROLL
           for (int v = 0; v < W::kVectors; ++v) {
             const __m256 w = _mm256_loadu_ps(t + 8 * (b * W::kVectors + v));
@@ -132,6 +136,8 @@ TWINSPAN_AVX2_FMA void Avx2GroupStep(const StepTables& tables, const float* x,
           }
         }
         t += 8 * W::kBatch * W::kVectors;
+        TWINSPAN_UNROLL
+        for (int i = 0; i < T; ++i) in[i] += kStride;
       }
       TWINSPAN_UNROLL
       for (int i = 0; i < T; ++i) {
