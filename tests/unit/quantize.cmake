@@ -16,3 +16,8 @@ twinspan_test(exl3_quantize_linear_test
           ${CMAKE_CURRENT_LIST_DIR}/formats_exl3_fixture.cc
   LIBS twinspan_exl3_quantize twinspan_safetensors
   LABELS unit)
+twinspan_test(quantize_tool_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/quantize/quantize_tool_test.cc
+          ${CMAKE_CURRENT_LIST_DIR}/quantize/tiny_hf_checkpoint.cc
+  LIBS twinspan_quantize_tool
+  LABELS unit)
