@@ -9,10 +9,9 @@ add_library(twinspan_quantize_tool STATIC
   ${CMAKE_CURRENT_LIST_DIR}/quantize/model_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/quantize/progress.cc
   ${CMAKE_CURRENT_LIST_DIR}/quantize/quantize_model.cc
-  ${CMAKE_CURRENT_LIST_DIR}/quantize/quantize_options.cc
-  ${CMAKE_CURRENT_LIST_DIR}/quantize/staged_dir.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/quantize/quantize_options.cc)
 target_link_libraries(twinspan_quantize_tool PUBLIC twinspan_exl3_quantize twinspan_target
-  twinspan_tokenizer twinspan_safetensors nlohmann_json::nlohmann_json)
+  twinspan_tokenizer twinspan_safetensors twinspan_files nlohmann_json::nlohmann_json)
 add_executable(twinspan-quantize ${CMAKE_CURRENT_LIST_DIR}/quantize/main.cc)
 target_link_libraries(twinspan-quantize PRIVATE twinspan_quantize_tool CLI11::CLI11)
 add_executable(twinspan-quantize-compare ${CMAKE_CURRENT_LIST_DIR}/quantize/compare_main.cc)

@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <system_error>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "common/exl3/format.h"
+#include "common/files/model_files.h"
 #include "common/safetensors/half.h"
 #include "common/status.h"
 
@@ -115,53 +113,11 @@ nlohmann::ordered_json TensorStorage(const std::vector<OwnedTensor>& tensors) {
   return storage;
 }
 
-absl::Status WriteJson(const std::string& path, const nlohmann::ordered_json& value) {
-  std::ofstream f(path);
-  f << value.dump(4) << "\n";
-  f.close();
-  if (!f) return absl::InternalError(absl::StrFormat("cannot write %s", path));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<nlohmann::ordered_json> ReadConfigJson(const std::string& dir) {
-  const std::string path = (fs::path(dir) / "config.json").string();
-  std::ifstream f(path);
-  if (!f) return absl::NotFoundError(absl::StrFormat("%s: cannot open", path));
-  std::stringstream text;
-  text << f.rdbuf();
-  nlohmann::ordered_json config = nlohmann::ordered_json::parse(text.str(), nullptr, false);
-  if (config.is_discarded() || !config.is_object()) {
-    return absl::InvalidArgumentError(absl::StrFormat("%s is not a JSON object", path));
-  }
-  return config;
-}
-
-absl::Status CopyModelFiles(const std::string& from, const std::string& to) {
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(from, ec)) {
-    const std::string name = e.path().filename().string();
-    const bool wanted = name == "tokenizer.json" || name == "tokenizer_config.json" ||
-                        name == "generation_config.json" || name == "special_tokens_map.json" ||
-                        absl::StartsWith(name, "chat_template");
-    if (!wanted || !e.is_regular_file()) continue;
-    fs::copy_file(e.path(), fs::path(to) / name, ec);
-    // A read-only source (a shared folder) must not make the copy read-only.
-    if (!ec)
-      fs::permissions(fs::path(to) / name, fs::perms::owner_write, fs::perm_options::add, ec);
-    if (ec) {
-      return absl::InternalError(
-          absl::StrFormat("cannot copy %s to %s: %s", e.path().string(), to, ec.message()));
-    }
-  }
-  if (ec) return absl::InternalError(absl::StrFormat("cannot list %s: %s", from, ec.message()));
-  return absl::OkStatus();
-}
-
 absl::Status WriteExl3Checkpoint(const Exl3Output& out) {
   ABSL_ASSIGN_OR_RETURN(const std::vector<OwnedTensor> tensors, OutputTensors(out));
   ABSL_RETURN_IF_ERROR(WriteSafetensors((fs::path(out.out_dir) / "model.safetensors").string(),
                                         tensors, {{"format", "pt"}}));
-  ABSL_ASSIGN_OR_RETURN(nlohmann::ordered_json config, ReadConfigJson(out.source_dir));
+  ABSL_ASSIGN_OR_RETURN(nlohmann::ordered_json config, files::ReadConfigJson(out.source_dir));
   if (out.plan->tied_head) {  // exllamav3 always un-ties; loaders then use lm_head.*.
     config["tie_word_embeddings"] = false;
     if (config.contains("text_config") && config["text_config"].is_object()) {
@@ -169,12 +125,12 @@ absl::Status WriteExl3Checkpoint(const Exl3Output& out) {
     }
   }
   config["quantization_config"] = out.quantization_config;
-  ABSL_RETURN_IF_ERROR(WriteJson((fs::path(out.out_dir) / "config.json").string(), config));
+  ABSL_RETURN_IF_ERROR(files::WriteJson((fs::path(out.out_dir) / "config.json").string(), config));
   nlohmann::ordered_json index = out.quantization_config;
   index["tensor_storage"] = TensorStorage(tensors);
   ABSL_RETURN_IF_ERROR(
-      WriteJson((fs::path(out.out_dir) / "quantization_config.json").string(), index));
-  return CopyModelFiles(out.source_dir, out.out_dir);
+      files::WriteJson((fs::path(out.out_dir) / "quantization_config.json").string(), index));
+  return files::CopyModelFiles(out.source_dir, out.out_dir);
 }
 
 }  // namespace twinspan::quantize

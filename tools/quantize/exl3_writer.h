@@ -41,17 +41,6 @@ absl::Status WriteExl3Checkpoint(const Exl3Output& out);
 // quant_format "exl3", bits_per_weight and the codebook multiplier for EXL3 linears.
 nlohmann::ordered_json TensorStorage(const std::vector<OwnedTensor>& tensors);
 
-// Copies tokenizer.json, tokenizer_config.json, generation_config.json, special_tokens_map.json
-// and any chat_template* file from `from` to `to` when present. Internal naming a failed copy.
-absl::Status CopyModelFiles(const std::string& from, const std::string& to);
-
-// Writes `value` to `path` as exllamav3 does (4-space indent). Internal naming the path.
-absl::Status WriteJson(const std::string& path, const nlohmann::ordered_json& value);
-
-// `dir`/config.json as ordered JSON (keys in the file's order). NotFound / InvalidArgument naming
-// the file.
-absl::StatusOr<nlohmann::ordered_json> ReadConfigJson(const std::string& dir);
-
 }  // namespace twinspan::quantize
 
 #endif  // TWINSPAN_TOOLS_QUANTIZE_EXL3_WRITER_H_

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/exl3/quantize/tile_encoder.h"
+#include "common/files/staged_dir.h"
 #include "common/status.h"
 #include "common/tokenizer/tokenizer.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -20,7 +21,6 @@
 #include "tools/quantize/capture_backend.h"
 #include "tools/quantize/exl3_writer.h"
 #include "tools/quantize/model_plan.h"
-#include "tools/quantize/staged_dir.h"
 
 namespace twinspan::quantize {
 namespace {
@@ -187,7 +187,8 @@ absl::StatusOr<QuantizeSummary> QuantizeModel(const QuantizeOptions& o, Progress
     return absl::UnimplementedError(absl::StrFormat(
         "--device %s: this build has no CUDA tile encoder yet; use --device cpu", o.device));
   }
-  ABSL_ASSIGN_OR_RETURN(std::unique_ptr<StagedDir> staged, StagedDir::Create(o.out_dir));
+  ABSL_ASSIGN_OR_RETURN(std::unique_ptr<files::StagedDir> staged,
+                        files::StagedDir::Create(o.out_dir));
   ABSL_ASSIGN_OR_RETURN(const target::TargetConfig config, target::LoadTargetConfig(o.in_dir));
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> ckpt, Checkpoint::Open(o.in_dir));
   ABSL_ASSIGN_OR_RETURN(const ModelPlan plan, PlanModel(config, *ckpt, o.bits, o.head_bits));

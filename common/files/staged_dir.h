@@ -1,14 +1,14 @@
 // An output folder that appears whole or not at all: written under a hidden name beside its final
 // path, renamed into place by Commit, and removed (with everything in it) if never committed.
-#ifndef TWINSPAN_TOOLS_QUANTIZE_STAGED_DIR_H_
-#define TWINSPAN_TOOLS_QUANTIZE_STAGED_DIR_H_
+#ifndef TWINSPAN_COMMON_FILES_STAGED_DIR_H_
+#define TWINSPAN_COMMON_FILES_STAGED_DIR_H_
 
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 
-namespace twinspan::quantize {
+namespace twinspan::files {
 
 class StagedDir {
  public:
@@ -37,6 +37,6 @@ class StagedDir {
   bool committed_ = false;
 };
 
-}  // namespace twinspan::quantize
+}  // namespace twinspan::files
 
-#endif  // TWINSPAN_TOOLS_QUANTIZE_STAGED_DIR_H_
+#endif  // TWINSPAN_COMMON_FILES_STAGED_DIR_H_

@@ -1,4 +1,4 @@
-#include "tools/quantize/staged_dir.h"
+#include "common/files/staged_dir.h"
 
 #include <stdlib.h>
 
@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace twinspan::quantize {
+namespace twinspan::files {
 
 namespace fs = std::filesystem;
 
@@ -65,4 +65,4 @@ absl::Status StagedDir::Commit() {
   return absl::OkStatus();
 }
 
-}  // namespace twinspan::quantize
+}  // namespace twinspan::files
