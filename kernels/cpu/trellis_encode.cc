@@ -132,7 +132,7 @@ absl::Status Encode(const Context& ctx, const float* tiles, int64_t num_tiles,
   // Pairs of tiles are the unit of work (the last may be single), so results never depend on how
   // the pool splits them.
   const int64_t num_pairs = (num_tiles + 1) / 2;
-  const int64_t grain = std::max<int64_t>(1, num_pairs / (4 * threads));
+  const int64_t grain = std::max<int64_t>(1, num_pairs / (int64_t{4} * threads));
   ParallelFor(ctx.pool, num_pairs, grain, [&](int64_t begin, int64_t end) {
     // The second tile's rows start 64 floats later than a whole number of pages, so the two
     // tiles' reads do not share L1 sets.

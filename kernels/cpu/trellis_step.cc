@@ -176,9 +176,9 @@ TWINSPAN_AVX2_FMA void Avx2SpreadStep(const StepTables& tables, const float* x,
         const __m256 w = _mm256_loadu_ps(t);
         TWINSPAN_UNROLL
         for (int i = 0; i < T; ++i) {
-          const __m128 costs =
-              K == 1 ? _mm_loadu_ps(prev[i] + in)
-                     : _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(prev[i] + in)));
+          const __m128 costs = K == 1 ? _mm_loadu_ps(prev[i] + in)
+                                      : _mm_castsi128_ps(_mm_loadl_epi64(
+                                            reinterpret_cast<const __m128i*>(prev[i] + in)));
           const __m256 p = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(costs), spread);
           const __m256 d = _mm256_sub_ps(w, xv[i]);
           best[i][u] = _mm256_min_ps(best[i][u], _mm256_fmadd_ps(d, d, p));

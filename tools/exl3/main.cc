@@ -46,6 +46,8 @@ int DequantModel(const std::string& in, const std::string& out, const std::strin
 
 }  // namespace
 
+// CLI11_PARSE catches CLI11's own exceptions; any other (bad_alloc) should end the program.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   CLI::App app{"Inspect EXL3 checkpoints and export dense weights"};
   app.require_subcommand(1);

@@ -3,23 +3,72 @@
 // original basis, their ratio, our seconds.
 //   twinspan-quantize-compare --golden DIR [--hessian matched|signs] [--threads N] [--case mul1.K4]
 //   twinspan-quantize-compare --golden DIR --model QUANTIZED_QWEN3_5_TINY
+//   twinspan-quantize-compare --bench 5120x17408 [--slice 16] [--bits 4] [--threads N]
 // The second form compares a quantized hf_qwen3_5_tiny's logits error against the HF bf16 model
-// with exllamav3's (golden README section 4).
+// with exllamav3's (golden README section 4). The third times QuantizeLinear on a random weight of
+// that shape (1/slice of its columns; the time is linear in them) with a calibrated Hessian.
+#include <chrono>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "common/exl3/quantize/hessian.h"
 #include "tools/quantize/golden_linears.h"
 #include "tools/quantize/golden_logits.h"
 
+namespace {
+
+// Seconds of QuantizeLinear on a random [k, n / slice] weight, Hessian from 1024 random rows.
+int Bench(twinspan::cpu::ThreadPool& pool, const std::string& shape, int slice, int bits) {
+  long k = 0, n = 0;
+  if (std::sscanf(shape.c_str(), "%ldx%ld", &k, &n) != 2 || slice < 1 || n % slice != 0 ||
+      (n / slice) % 128 != 0 || k % 128 != 0) {
+    std::fprintf(stderr,
+                 "twinspan-quantize-compare: --bench KxN with k and n / slice multiples of 128\n");
+    return 2;
+  }
+  const long cols = n / slice;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  std::vector<float> w(static_cast<size_t>(k * cols)), x(static_cast<size_t>(1024 * k));
+  for (float& v : w) v = 0.02f * normal(rng);
+  for (float& v : x) v = normal(rng);
+  twinspan::exl3::quantize::HessianAccumulator acc(k);
+  acc.Add(&pool, x.data(), 1024, k);
+  const std::vector<float> h = acc.Mean();
+  const twinspan::exl3::quantize::CpuTileEncoder encoder(&pool);
+  twinspan::exl3::quantize::LinearQuantOptions o;
+  o.bits = bits;
+  const auto start = std::chrono::steady_clock::now();
+  const auto q =
+      twinspan::exl3::quantize::QuantizeLinear(&pool, encoder, {w.data(), k, cols, h, {}}, o);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!q.ok()) {
+    std::fprintf(stderr, "twinspan-quantize-compare: %s\n",
+                 std::string(q.status().message()).c_str());
+    return 1;
+  }
+  std::printf(
+      "[k %ld, n %ld] K=%d, %d threads: %.1f s, proxy error %.6f; x%d for [%ld, %ld]: %.0f s\n", k,
+      cols, bits, pool.num_threads(), seconds, q->proxy_error, slice, k, n, seconds * slice);
+  return 0;
+}
+
+}  // namespace
+
+// CLI11_PARSE catches CLI11's own exceptions; any other (bad_alloc) should end the program.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   std::string golden, hessian = "matched";
   int threads = 2;
   std::vector<std::string> only;
-  std::string model;
+  std::string model, bench;
+  int slice = 1, bits = 4;
   CLI::App app{"Proxy error of twinspan-quantize against exllamav3 on the golden linears"};
-  app.add_option("--golden", golden, "the golden folder (holding exl3_linear/)")->required();
+  app.add_option("--golden", golden, "the golden folder (holding exl3_linear/)");
   app.add_option("--hessian", hessian, "LDLQ Hessian basis")
       ->check(CLI::IsMember({"matched", "signs"}))
       ->capture_default_str();
@@ -27,9 +76,14 @@ int main(int argc, char** argv) {
   app.add_option("--case", only, "only these cases, e.g. mul1.K4 (repeatable)");
   app.add_option("--model", model,
                  "instead: logits error of this quantized hf_qwen3_5_tiny against exllamav3's");
+  app.add_option("--bench", bench, "instead: time QuantizeLinear on a random KxN weight");
+  app.add_option("--slice", slice, "with --bench: quantize 1/slice of the columns")
+      ->capture_default_str();
+  app.add_option("--bits", bits, "with --bench: K")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   twinspan::cpu::ThreadPool pool(threads);
+  if (!bench.empty()) return Bench(pool, bench, slice, bits);
   if (!model.empty()) {
     const auto logits = twinspan::quantize::CompareGoldenLogits(&pool, model, golden);
     if (!logits.ok()) {

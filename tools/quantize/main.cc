@@ -12,6 +12,8 @@
 #include "absl/strings/str_format.h"
 #include "tools/quantize/quantize_model.h"
 
+// CLI11_PARSE catches CLI11's own exceptions; any other (bad_alloc) should end the program.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   using twinspan::quantize::QuantizeOptions;
   QuantizeOptions options;

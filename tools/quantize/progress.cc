@@ -1,6 +1,7 @@
 #include "tools/quantize/progress.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_format.h"
 
@@ -10,7 +11,7 @@ namespace {
 constexpr int kBarWidth = 30;
 
 std::string Duration(double seconds) {
-  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  const int64_t s = std::llround(seconds);
   if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, s / 60 % 60);
   if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
   return absl::StrFormat("%ds", s);

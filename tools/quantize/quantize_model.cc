@@ -143,11 +143,13 @@ absl::StatusOr<std::vector<float>> CalibrationForward(const QuantizeOptions& o,
   std::vector<target::SequenceForward> batch;
   for (size_t r = 0; r < cal.rows.size(); ++r) {
     ABSL_ASSIGN_OR_RETURN(std::unique_ptr<target::SequenceState> s, model->NewSequence());
+    states.push_back(std::move(s));
     requests[r].tokens = cal.rows[r];
     requests[r].logits = target::LogitsRows::kNone;
     requests[r].tap_layer_ids = {c.num_layers - 1};
-    batch.push_back({s.get(), &requests[r], &results[r]});
-    states.push_back(std::move(s));
+  }
+  for (size_t r = 0; r < cal.rows.size(); ++r) {
+    batch.push_back({states[r].get(), &requests[r], &results[r]});
   }
   ABSL_RETURN_IF_ERROR(model->ForwardBatch(batch));
   if (const std::set<std::string> left = backend.uncaptured(); !left.empty()) {

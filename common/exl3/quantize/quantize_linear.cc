@@ -139,7 +139,7 @@ absl::StatusOr<QuantizedLinear> QuantizeLinear(cpu::ThreadPool* pool, const Tile
     ABSL_ASSIGN_OR_RETURN(l, LdlFactor(pool, in.hessian, basis, LdlOptions{options.sigma_reg, 10}));
   }
   ABSL_ASSIGN_OR_RETURN(LdlqResult coded, Ldlq(pool, encoder, code, target.data(), k, n, l));
-  const int64_t words = 16 * options.bits;
+  const int64_t words = int64_t{16} * options.bits;
   q.trellis.resize(static_cast<size_t>(k * n / kTileWeights * words));
   for (int64_t t = 0; t < k * n / kTileWeights; ++t) {
     PackTile(coded.states.data() + t * kTileWeights, options.bits, q.trellis.data() + t * words);
@@ -165,7 +165,7 @@ absl::StatusOr<QuantizedLinear> QuantizeLinear(cpu::ThreadPool* pool, const Tile
 std::vector<OwnedTensor> StoredTensors(const std::string& prefix, const QuantizedLinear& q) {
   std::vector<OwnedTensor> tensors;
   tensors.push_back(OwnedTensor::FromRaw(prefix + kTrellisSuffix, DType::kI16,
-                                         {q.k / kTileSize, q.n / kTileSize, 16 * q.bits},
+                                         {q.k / kTileSize, q.n / kTileSize, int64_t{16} * q.bits},
                                          q.trellis));
   tensors.push_back(OwnedTensor::FromRaw(prefix + kSuhSuffix, DType::kF16, {q.k}, q.suh));
   tensors.push_back(OwnedTensor::FromRaw(prefix + kSvhSuffix, DType::kF16, {q.n}, q.svh));

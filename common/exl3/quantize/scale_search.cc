@@ -55,9 +55,11 @@ std::vector<float> SampleTiles(const float* w, int64_t k, int64_t n) {
   std::vector<double> mean_sq(static_cast<size_t>(total), 0.0);
   for (int64_t t = 0; t < total; ++t) {
     const float* tile = w + (t / tiles_n) * kTileSize * n + (t % tiles_n) * kTileSize;
+    double sum = 0;
     for (int r = 0; r < kTileSize; ++r) {
-      for (int c = 0; c < kTileSize; ++c) mean_sq[t] += double{tile[r * n + c]} * tile[r * n + c];
+      for (int c = 0; c < kTileSize; ++c) sum += double{tile[r * n + c]} * tile[r * n + c];
     }
+    mean_sq[t] = sum;
   }
   const int64_t extremes =
       std::min(std::max<int64_t>(8, diagonal * kDiagonalWidth / 16), (total + 1) / 2);

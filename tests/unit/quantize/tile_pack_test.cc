@@ -21,11 +21,11 @@ TEST(TilePackTest, DecodeThenPackGivesTheWordsBackForEveryK) {
   std::mt19937 rng(5);
   for (int bits = kMinBits; bits <= kMaxBits; ++bits) {
     for (int trial = 0; trial < 20; ++trial) {
-      std::vector<uint16_t> words(16 * bits);
+      std::vector<uint16_t> words(size_t{16} * bits);
       for (uint16_t& w : words) w = static_cast<uint16_t>(rng());
       uint16_t states[kTileWeights];
       TileStates(Bytes(words), bits, states);
-      std::vector<uint16_t> packed(16 * bits, 0xdead);
+      std::vector<uint16_t> packed(size_t{16} * bits, 0xdead);
       PackTile(states, bits, packed.data());
       ASSERT_EQ(packed, words) << "K=" << bits;
     }
@@ -45,7 +45,7 @@ TEST(TilePackTest, PackThenDecodeGivesATailBitingRingBack) {
         s |= codes[(p - j + kTileWeights) % kTileWeights] << (j * bits);
       states[p] = static_cast<uint16_t>(s);
     }
-    std::vector<uint16_t> packed(16 * bits);
+    std::vector<uint16_t> packed(size_t{16} * bits);
     PackTile(states, bits, packed.data());
     uint16_t decoded[kTileWeights];
     TileStates(Bytes(packed), bits, decoded);

@@ -107,17 +107,18 @@ TEST(TrellisEncodeTest, ResultDoesNotDependOnThreadsOrBatch) {
   const Encoded two = Encode(tiles, 4, Codebook::kMul1, &pool);
   EXPECT_EQ(one.states, two.states);
   // Tile 3 alone is tile 3 of the batch (it was the second of a pair there).
-  const std::vector<float> alone(tiles.begin() + 3 * 256, tiles.begin() + 4 * 256);
+  const std::vector<float> alone(tiles.begin() + int64_t{3} * 256,
+                                 tiles.begin() + int64_t{4} * 256);
   const Encoded single = Encode(alone, 4, Codebook::kMul1, nullptr);
-  EXPECT_EQ(single.states,
-            std::vector<uint16_t>(one.states.begin() + 3 * 256, one.states.begin() + 4 * 256));
+  EXPECT_EQ(single.states, std::vector<uint16_t>(one.states.begin() + int64_t{3} * 256,
+                                                 one.states.begin() + int64_t{4} * 256));
 }
 
 TEST(TrellisEncodeTest, ReencodingADecodedBitstreamIsLossless) {
   std::mt19937 rng(11);
   for (const Codebook codebook : kCodebooks) {
     for (const int bits : {1, 4, 6, 8}) {
-      std::vector<uint16_t> words(16 * bits);
+      std::vector<uint16_t> words(size_t{16} * bits);
       for (uint16_t& w : words) w = static_cast<uint16_t>(rng());
       uint16_t states[256];
       exl3::TileStates(reinterpret_cast<const std::byte*>(words.data()), bits, states);
@@ -128,7 +129,7 @@ TEST(TrellisEncodeTest, ReencodingADecodedBitstreamIsLossless) {
       const Encoded e = Encode(tile, bits, codebook, nullptr);
       EXPECT_EQ(e.values, tile) << exl3::CodebookName(codebook) << " K=" << bits;
       // Its own packing decodes to the same values (states may differ where values repeat).
-      std::vector<uint16_t> repacked(16 * bits);
+      std::vector<uint16_t> repacked(size_t{16} * bits);
       exl3::PackTile(e.states.data(), bits, repacked.data());
       uint16_t again[256];
       exl3::TileStates(reinterpret_cast<const std::byte*>(repacked.data()), bits, again);
