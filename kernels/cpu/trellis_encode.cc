@@ -110,14 +110,8 @@ void EncodeTiles(const trellis::StepShape& shape, const trellis::Step& step,
 absl::Status Encode(const Context& ctx, const float* tiles, int64_t num_tiles,
                     const TrellisEncodeParams& params, uint16_t* states, float* values,
                     bool vector_path) {
-  if (params.bits < exl3::kMinBits || params.bits > exl3::kMaxBits) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("TrellisEncode: bits %d outside 1..8", params.bits));
-  }
-  if (num_tiles < 0 ||
-      (num_tiles > 0 && (tiles == nullptr || states == nullptr || values == nullptr))) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "TrellisEncode: %d tiles with a null pointer or a negative count", num_tiles));
+  if (absl::Status s = ValidateTrellisEncode(tiles, num_tiles, params, states, values); !s.ok()) {
+    return s;
   }
   if (num_tiles == 0) return absl::OkStatus();
   const std::vector<float> table = CodebookTable(params.codebook);
@@ -153,6 +147,21 @@ absl::Status Encode(const Context& ctx, const float* tiles, int64_t num_tiles,
 }
 
 }  // namespace
+
+absl::Status ValidateTrellisEncode(const float* tiles, int64_t num_tiles,
+                                   const TrellisEncodeParams& params, const uint16_t* states,
+                                   const float* values) {
+  if (params.bits < exl3::kMinBits || params.bits > exl3::kMaxBits) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("TrellisEncode: bits %d outside 1..8", params.bits));
+  }
+  if (num_tiles < 0 ||
+      (num_tiles > 0 && (tiles == nullptr || states == nullptr || values == nullptr))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "TrellisEncode: %d tiles with a null pointer or a negative count", num_tiles));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status TrellisEncode(const Context& ctx, const float* tiles, int64_t num_tiles,
                            const TrellisEncodeParams& params, uint16_t* states, float* values) {

@@ -36,6 +36,11 @@ struct TrellisEncodeParams {
 absl::Status TrellisEncode(const Context& ctx, const float* tiles, int64_t num_tiles,
                            const TrellisEncodeParams& params, uint16_t* states, float* values);
 
+// The argument checks both twins (this and cuda::TrellisEncode) make, with their messages.
+absl::Status ValidateTrellisEncode(const float* tiles, int64_t num_tiles,
+                                   const TrellisEncodeParams& params, const uint16_t* states,
+                                   const float* values);
+
 // The same with the plain scalar loop only (the reference the vector path is tested against).
 absl::Status TrellisEncodeScalar(const Context& ctx, const float* tiles, int64_t num_tiles,
                                  const TrellisEncodeParams& params, uint16_t* states,

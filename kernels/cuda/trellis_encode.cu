@@ -72,14 +72,9 @@ cudaError_t LaunchBits(int bits, exl3::Codebook codebook, cudaStream_t stream, i
 absl::Status TrellisEncode(const Context& ctx, const float* tiles, int64_t num_tiles,
                            const cpu::TrellisEncodeParams& params, uint16_t* states,
                            float* values) {
-  if (params.bits < exl3::kMinBits || params.bits > exl3::kMaxBits) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("TrellisEncode: bits %d outside 1..8", params.bits));
-  }
-  if (num_tiles < 0 ||
-      (num_tiles > 0 && (tiles == nullptr || states == nullptr || values == nullptr))) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "TrellisEncode: %d tiles with a null pointer or a negative count", num_tiles));
+  if (absl::Status s = cpu::ValidateTrellisEncode(tiles, num_tiles, params, states, values);
+      !s.ok()) {
+    return s;
   }
   if (num_tiles == 0) return absl::OkStatus();
   const size_t edges = size_t{1} << (16 - params.bits);
