@@ -56,6 +56,7 @@ void ExpectNothingLeft(const std::string& out) {
   const fs::path parent = fs::path(out).parent_path();
   const std::string name = fs::path(out).filename().string();
   EXPECT_FALSE(fs::exists(out)) << out;
+  if (!fs::is_directory(parent)) return;
   for (const auto& e : fs::directory_iterator(parent)) {
     EXPECT_EQ(e.path().filename().string().find("." + name + ".partial"), std::string::npos)
         << e.path();
@@ -206,6 +207,21 @@ TEST(QuantizeToolTest, BadInputIsRefusedAndLeavesNothing) {
   }
   ExpectRefused(Options(testing::WriteTinyModel("ints", ints), out),
                 absl::StatusCode::kInvalidArgument, "o_proj.weight is I16");
+
+  TinyModel shaped = testing::TinyQwen3(1, true);
+  for (OwnedTensor& t : shaped.tensors) {
+    if (t.name == "model.layers.0.mlp.up_proj.weight") t.shape = {128, 256};
+  }
+  ExpectRefused(Options(testing::WriteTinyModel("shaped", shaped), out),
+                absl::StatusCode::kInvalidArgument, "up_proj.weight is [128, 256]");
+
+  TinyModel quantized = testing::TinyQwen3(1, true);
+  quantized.config["quantization_config"] = {{"quant_method", "exl3"}};
+  ExpectRefused(Options(testing::WriteTinyModel("quantized", quantized), out),
+                absl::StatusCode::kFailedPrecondition, "already EXL3");
+
+  QuantizeOptions orphan = Options(good, good + "/no-such-parent/out");
+  ExpectRefused(orphan, absl::StatusCode::kNotFound, "no-such-parent");
 
   QuantizeOptions bits = Options(good, out);
   bits.bits = 9;
