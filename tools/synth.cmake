@@ -2,7 +2,6 @@
 # with its tests.
 if(TARGET twinspan_exl3 AND TARGET twinspan_cpu)
   add_library(twinspan_synth STATIC
-    ${CMAKE_CURRENT_LIST_DIR}/synth/bit_allocation.cc
     ${CMAKE_CURRENT_LIST_DIR}/synth/dflash2_preset.cc
     ${CMAKE_CURRENT_LIST_DIR}/synth/fill.cc
     ${CMAKE_CURRENT_LIST_DIR}/synth/presets.cc

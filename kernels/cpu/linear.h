@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -37,6 +39,16 @@ class LinearWeight {
   // out_features = w.out_features(), in_features = w.in_features().
   static LinearWeight Q4(Q4Weight w);
 
+  // A copy that says which checkpoint prefix it came from ("model.layers.0.mlp.up_proj"), so a
+  // backend wrapper can tell linears apart (the quantizer's calibration capture).
+  LinearWeight Named(std::string source) const {
+    LinearWeight w = *this;
+    w.source_ = std::move(source);
+    return w;
+  }
+  // Empty for a weight made in memory (a stacked or tied one).
+  const std::string& source() const { return source_; }
+
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }
   bool empty() const { return dense_ == nullptr && exl3_ == nullptr && q4_ == nullptr; }
@@ -57,6 +69,7 @@ class LinearWeight {
   std::shared_ptr<const std::vector<float>> dense_;
   std::shared_ptr<const exl3::Weight> exl3_;
   std::shared_ptr<const Q4Weight> q4_;
+  std::string source_;
 };
 
 // y[rows, out_features] = x[rows, in_features] @ W^T. `x` and `y` are row-major with row strides

@@ -60,7 +60,9 @@ absl::StatusOr<cpu::LinearWeight> LoadLinear(const Checkpoint& checkpoint,
                           ShapeString(view->shape), out_features, in_features));
     }
     ABSL_ASSIGN_OR_RETURN(std::vector<float> values, ToFloat(*view));
-    return cpu::LinearWeight::Dense(out_features, in_features, std::move(values));
+    ABSL_ASSIGN_OR_RETURN(const cpu::LinearWeight w,
+                          cpu::LinearWeight::Dense(out_features, in_features, std::move(values)));
+    return w.Named(prefix);
   }
   if (exl3::Weight::IsStored(checkpoint, prefix)) {
     ABSL_ASSIGN_OR_RETURN(exl3::Weight w, exl3::Weight::Load(checkpoint, prefix));
@@ -69,7 +71,7 @@ absl::StatusOr<cpu::LinearWeight> LoadLinear(const Checkpoint& checkpoint,
           absl::StrFormat("%s: EXL3 linear %s is [k %d, n %d], expected [k %d, n %d]",
                           checkpoint.path(), prefix, w.k(), w.n(), in_features, out_features));
     }
-    return cpu::LinearWeight::Exl3(std::move(w));
+    return cpu::LinearWeight::Exl3(std::move(w)).Named(prefix);
   }
   return absl::NotFoundError(absl::StrFormat("%s: no tensor %s (nor an EXL3 %s.trellis)",
                                              checkpoint.path(), name, prefix));

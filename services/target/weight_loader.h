@@ -26,8 +26,8 @@ absl::StatusOr<std::vector<float>> LoadFloats(const Checkpoint& checkpoint, cons
 
 // The linear `prefix` ("...q_proj") with HF weight shape [out_features, in_features]: dense from
 // `prefix.weight`, or EXL3 from `prefix.trellis` & co. (the checkpoint must then outlive the
-// weight). InvalidArgument naming the tensor for a wrong shape or a bad EXL3 linear; NotFound when
-// neither exists.
+// weight), named `prefix` (LinearWeight::source). InvalidArgument naming the tensor for a wrong
+// shape or a bad EXL3 linear; NotFound when neither exists.
 absl::StatusOr<cpu::LinearWeight> LoadLinear(const Checkpoint& checkpoint,
                                              const std::string& prefix, int64_t out_features,
                                              int64_t in_features);

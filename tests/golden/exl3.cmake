@@ -21,3 +21,9 @@ endforeach()
 add_test(NAME exl3_tool_rejects_missing
   COMMAND twinspan-exl3 inspect ${CMAKE_CURRENT_BINARY_DIR}/no-such-checkpoint)
 set_tests_properties(exl3_tool_rejects_missing PROPERTIES LABELS golden WILL_FAIL TRUE)
+if(TARGET twinspan_target)
+  twinspan_test(exl3_dequant_model_test
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/exl3_dequant_model_test.cc
+    LIBS twinspan_exl3_tools twinspan_target nlohmann_json::nlohmann_json
+    LABELS golden)
+endif()

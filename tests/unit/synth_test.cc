@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/exl3/bit_allocation.h"
 #include "common/exl3/weight.h"
 #include "common/hash/sha256.h"
 #include "common/safetensors/checkpoint.h"
@@ -23,7 +24,6 @@
 #include "services/drafter/speculative_loop.h"
 #include "services/target/target_config.h"
 #include "services/target/target_model.h"
-#include "tools/synth/bit_allocation.h"
 #include "tools/synth/fill.h"
 #include "tools/synth/presets.h"
 #include "tools/synth/shard_writer.h"
@@ -49,7 +49,7 @@ std::map<std::string, TensorSpec> ByName(const CheckpointSpec& spec) {
 
 std::string WritePreset(const std::string& name, const std::string& folder, int threads = 3,
                         PresetOptions options = {}, int64_t max_shard_bytes = 4'000'000'000) {
-  const std::string dir = (fs::temp_directory_path() / folder).string();
+  std::string dir = (fs::temp_directory_path() / folder).string();
   fs::remove_all(dir);
   auto report =
       WriteCheckpoint(Preset(name, options), dir,
@@ -238,11 +238,11 @@ TEST(SynthTest, BodyBitsAreAMixOfThreeAndFourAveragingTheRequest) {
 }
 
 TEST(SynthTest, AllocationRefusesBadRequests) {
-  EXPECT_FALSE(AllocateBits({{.layer = 0, .numel = 10}}, 1, 0.5).ok());
-  EXPECT_FALSE(AllocateBits({{.layer = 0, .numel = 10}}, 1, 8.5).ok());
-  EXPECT_FALSE(AllocateBits({{.layer = 2, .numel = 10}}, 2, 4).ok());
-  EXPECT_FALSE(AllocateBits({{.layer = 0, .numel = 0}}, 1, 4).ok());
-  auto k = AllocateBits({{.layer = 0, .numel = 10}, {.layer = 1, .numel = 10}}, 3, 2.5);
+  EXPECT_FALSE(exl3::AllocateBits({{.layer = 0, .numel = 10}}, 1, 0.5).ok());
+  EXPECT_FALSE(exl3::AllocateBits({{.layer = 0, .numel = 10}}, 1, 8.5).ok());
+  EXPECT_FALSE(exl3::AllocateBits({{.layer = 2, .numel = 10}}, 2, 4).ok());
+  EXPECT_FALSE(exl3::AllocateBits({{.layer = 0, .numel = 0}}, 1, 4).ok());
+  auto k = exl3::AllocateBits({{.layer = 0, .numel = 10}, {.layer = 1, .numel = 10}}, 3, 2.5);
   ASSERT_TRUE(k.ok());
   EXPECT_EQ(*k, (std::vector<int>{3, 2}));  // Layer 0 is nearer an end than layer 1 of 3.
 }

@@ -4,9 +4,9 @@
 #include <variant>
 
 #include "absl/strings/str_format.h"
+#include "common/exl3/bit_allocation.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
-#include "tools/synth/bit_allocation.h"
 
 namespace twinspan::synth {
 namespace {
@@ -43,7 +43,7 @@ class Layout {
     entries_.emplace_back(PendingLinear{std::move(prefix), out, in, groups_.size() - 1});
   }
 
-  const std::vector<QuantGroup>& groups() const { return groups_; }
+  const std::vector<exl3::QuantGroup>& groups() const { return groups_; }
 
   std::vector<TensorSpec> Expand(const std::vector<int>& k, exl3::Codebook codebook) const {
     std::vector<TensorSpec> out;
@@ -85,7 +85,7 @@ class Layout {
 
  private:
   std::vector<std::variant<TensorSpec, PendingLinear>> entries_;
-  std::vector<QuantGroup> groups_;
+  std::vector<exl3::QuantGroup> groups_;
 };
 
 bool IsFullAttention(const Qwen35Shape& s, int64_t layer) {
@@ -268,8 +268,9 @@ absl::StatusOr<CheckpointSpec> Qwen35Checkpoint(const Qwen35Shape& s, const Exl3
                -0.05f, 0.05f);
   for (int64_t i = 0; i < s.layers; ++i) AddLayer(s, i, layout);
   layout.Plain("model.language_model.norm.weight", DType::kBF16, {s.hidden}, -0.1f, 0.1f);
-  ABSL_ASSIGN_OR_RETURN(const std::vector<int> k, AllocateBits(layout.groups(), s.layers, o.bits));
-  const double average = AverageBits(layout.groups(), k);
+  ABSL_ASSIGN_OR_RETURN(const std::vector<int> k,
+                        exl3::AllocateBits(layout.groups(), s.layers, o.bits));
+  const double average = exl3::AverageBits(layout.groups(), k);
 
   CheckpointSpec spec;
   spec.tensors = layout.Expand(k, o.codebook);

@@ -1,4 +1,4 @@
-#include "tools/synth/bit_allocation.h"
+#include "common/exl3/bit_allocation.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_format.h"
 
-namespace twinspan::synth {
+namespace twinspan::exl3 {
 
 absl::StatusOr<std::vector<int>> AllocateBits(const std::vector<QuantGroup>& groups,
                                               int64_t num_layers, double bits) {
@@ -55,4 +55,4 @@ double AverageBits(const std::vector<QuantGroup>& groups, const std::vector<int>
   return total > 0 ? weighted / total : 0.0;
 }
 
-}  // namespace twinspan::synth
+}  // namespace twinspan::exl3

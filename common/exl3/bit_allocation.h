@@ -1,15 +1,16 @@
 // Per-tensor EXL3 bits for a fractional average (3.5 bits = a mix of K = 3 and 4), in the manner of
 // exllamav3's allocation: every group starts at floor(bits), then whole groups are raised by one
-// bit, layers nearest either end of the stack first, while the total stays within bits x weights.
-#ifndef TWINSPAN_TOOLS_SYNTH_BIT_ALLOCATION_H_
-#define TWINSPAN_TOOLS_SYNTH_BIT_ALLOCATION_H_
+// bit, layers nearest either end of the stack first, while the total stays within bits x weights
+// (exl3-format.md section 1.4). Shared by twinspan-synth and twinspan-quantize.
+#ifndef TWINSPAN_COMMON_EXL3_BIT_ALLOCATION_H_
+#define TWINSPAN_COMMON_EXL3_BIT_ALLOCATION_H_
 
 #include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
-namespace twinspan::synth {
+namespace twinspan::exl3 {
 
 // Linears that share one K (q/k/v, gate/up, ...), in their layer.
 struct QuantGroup {
@@ -25,6 +26,6 @@ absl::StatusOr<std::vector<int>> AllocateBits(const std::vector<QuantGroup>& gro
 // The average K over the groups' weights.
 double AverageBits(const std::vector<QuantGroup>& groups, const std::vector<int>& k);
 
-}  // namespace twinspan::synth
+}  // namespace twinspan::exl3
 
-#endif  // TWINSPAN_TOOLS_SYNTH_BIT_ALLOCATION_H_
+#endif  // TWINSPAN_COMMON_EXL3_BIT_ALLOCATION_H_

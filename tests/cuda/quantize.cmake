@@ -1,0 +1,5 @@
+# The quantizer's CUDA tile encoder against the CPU one (kernels/cuda/trellis_encode).
+if(TARGET twinspan_cuda)
+  add_executable(trellis_encode_cuda_test ${CMAKE_CURRENT_LIST_DIR}/trellis_encode_cuda_test.cc)
+  target_link_libraries(trellis_encode_cuda_test PRIVATE twinspan_cuda_testing twinspan_cpu)
+endif()
