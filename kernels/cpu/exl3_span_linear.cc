@@ -1,11 +1,11 @@
 #include "kernels/cpu/exl3_span_linear.h"
 
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "kernels/cpu/exl3_linear.h"
-#include "kernels/cpu/linear.h"
 
 namespace twinspan::cpu {
 
@@ -20,18 +20,23 @@ absl::Status CheckArguments(int64_t rows, std::span<const exl3::SpanView> views,
   return absl::OkStatus();
 }
 
-// Runs each view into its own output rows with `linear`, then packs the spans' columns.
-template <typename RunView>
-absl::Status RunAndPack(int64_t rows, std::span<const exl3::SpanView> views, float* packed,
-                        int64_t packed_stride, const RunView& linear) {
+// Runs all views in one Exl3Linears (one input rotation, all their blocks in one parallel loop)
+// into their own rows, then packs the spans' columns.
+absl::Status RunAndPack(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
+                        std::span<const exl3::SpanView> views, float* packed,
+                        int64_t packed_stride) {
+  ABSL_RETURN_IF_ERROR(CheckArguments(rows, views, packed_stride));
   std::vector<std::vector<float>> outputs(views.size());
+  std::vector<Exl3LinearOutput> outs;
   std::vector<const float*> pointers;
   for (size_t i = 0; i < views.size(); ++i) {
     const exl3::Weight& w = views[i].weight;
     outputs[i].resize(static_cast<size_t>(rows * w.n()));
-    ABSL_RETURN_IF_ERROR(linear(w, outputs[i].data()));
+    outs.push_back({&w, outputs[i].data(), w.n()});
     pointers.push_back(outputs[i].data());
   }
+  ABSL_RETURN_IF_ERROR(
+      Exl3Linears(ctx, x, x_stride, rows, outs.data(), static_cast<int>(outs.size())));
   return exl3::PackSpanLogits(views, pointers, rows, packed, packed_stride);
 }
 
@@ -40,19 +45,20 @@ absl::Status RunAndPack(int64_t rows, std::span<const exl3::SpanView> views, flo
 absl::Status Exl3SpanLinear(const float* x, int64_t x_stride, int64_t rows,
                             std::span<const exl3::SpanView> views, float* packed,
                             int64_t packed_stride, int num_threads) {
-  ABSL_RETURN_IF_ERROR(CheckArguments(rows, views, packed_stride));
-  return RunAndPack(rows, views, packed, packed_stride, [&](const exl3::Weight& w, float* y) {
-    return Exl3Linear(x, x_stride, rows, w, y, w.n(), num_threads);
-  });
+  if (num_threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Exl3SpanLinear: num_threads ", num_threads, " (needs >= 1)"));
+  }
+  std::optional<ThreadPool> pool;
+  if (num_threads > 1) pool.emplace(num_threads);
+  return RunAndPack(Context{pool ? &*pool : nullptr}, x, x_stride, rows, views, packed,
+                    packed_stride);
 }
 
 absl::Status Exl3SpanLinear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
                             std::span<const exl3::SpanView> views, float* packed,
                             int64_t packed_stride) {
-  ABSL_RETURN_IF_ERROR(CheckArguments(rows, views, packed_stride));
-  return RunAndPack(rows, views, packed, packed_stride, [&](const exl3::Weight& w, float* y) {
-    return Linear(ctx, x, x_stride, rows, LinearWeight::Exl3(w), y, w.n());
-  });
+  return RunAndPack(ctx, x, x_stride, rows, views, packed, packed_stride);
 }
 
 }  // namespace twinspan::cpu

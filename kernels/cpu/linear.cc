@@ -30,28 +30,6 @@ void DenseColumns(const float* x, int64_t x_stride, int64_t rows, const LinearWe
   }
 }
 
-// Splits an EXL3 weight into column views on the pool (no thread starts per call). A view keeps
-// its parent's plan, so each column reduces exactly as in the whole weight: same bits.
-absl::Status Exl3OnPool(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
-                        const exl3::Weight& w, float* y, int64_t y_stride) {
-  constexpr int64_t kBlock = 128;  // EXL3 column views are whole 128-column blocks.
-  const int64_t blocks = w.n() / kBlock;
-  const int64_t threads = ctx.pool == nullptr ? 1 : ctx.pool->num_threads();
-  if (threads == 1 || blocks < 2) return Exl3Linear(x, x_stride, rows, w, y, y_stride, 1);
-  const int64_t grain = std::max<int64_t>(1, blocks / (4 * threads));
-  std::vector<absl::Status> status((blocks + grain - 1) / grain);
-  ParallelFor(ctx.pool, blocks, grain, [&](int64_t b0, int64_t b1) {
-    absl::StatusOr<exl3::Weight> view = w.columns(b0 * kBlock, (b1 - b0) * kBlock);
-    status[b0 / grain] = view.ok()
-                             ? Exl3Linear(x, x_stride, rows, *view, y + b0 * kBlock, y_stride, 1)
-                             : view.status();
-  });
-  for (const absl::Status& s : status) {
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<LinearWeight> LinearWeight::Dense(int64_t out_features, int64_t in_features,
@@ -94,7 +72,7 @@ absl::Status Linear(const Context& ctx, const float* x, int64_t x_stride, int64_
                         x_stride, y_stride, w.out_features(), w.in_features()));
   }
   if (rows == 0) return absl::OkStatus();
-  if (w.is_exl3()) return Exl3OnPool(ctx, x, x_stride, rows, *w.exl3(), y, y_stride);
+  if (w.is_exl3()) return Exl3Linear(ctx, x, x_stride, rows, *w.exl3(), y, y_stride);
   if (w.is_q4()) return Q4Linear(ctx, x, x_stride, rows, *w.q4(), y, y_stride);
   const int64_t n = w.out_features();
   const int64_t tasks = (n + kColumnsPerTask - 1) / kColumnsPerTask;

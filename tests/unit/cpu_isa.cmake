@@ -1,0 +1,6 @@
+# The CPU ops on each instruction set (cpu::Isa) against scalar references of their order.
+twinspan_test(cpu_exl3_linear_paths_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cpu_exl3_linear_paths_test.cc
+          ${CMAKE_CURRENT_LIST_DIR}/formats_exl3_fixture.cc
+  LIBS twinspan_exl3 twinspan_cpu
+  LABELS unit asan)
