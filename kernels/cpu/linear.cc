@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "kernels/cpu/dense_linear_avx2.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/exl3_linear.h"
 
@@ -80,8 +81,14 @@ absl::Status Linear(const Context& ctx, const float* x, int64_t x_stride, int64_
   const int64_t threads = ctx.pool == nullptr ? 1 : ctx.pool->num_threads();
   const int64_t grain = std::max<int64_t>(1, tasks / (4 * threads));
   ParallelFor(ctx.pool, tasks, grain, [&](int64_t t0, int64_t t1) {
-    DenseColumns(x, x_stride, rows, w, y, y_stride, t0 * kColumnsPerTask,
-                 std::min(n, t1 * kColumnsPerTask));
+    const int64_t j0 = t0 * kColumnsPerTask, j1 = std::min(n, t1 * kColumnsPerTask);
+#if defined(__x86_64__)
+    if (ctx.isa == Isa::kAvx2) {
+      return DenseColumnsAvx2(x, x_stride, rows, w.dense_row(0), w.in_features(), y, y_stride, j0,
+                              j1);
+    }
+#endif
+    DenseColumns(x, x_stride, rows, w, y, y_stride, j0, j1);
   });
   return absl::OkStatus();
 }

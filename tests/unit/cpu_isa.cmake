@@ -4,3 +4,8 @@ twinspan_test(cpu_exl3_linear_paths_test
           ${CMAKE_CURRENT_LIST_DIR}/formats_exl3_fixture.cc
   LIBS twinspan_exl3 twinspan_cpu
   LABELS unit asan)
+# cpu::Linear's dense AVX2 columns against Dot.
+twinspan_test(cpu_linear_paths_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cpu_linear_paths_test.cc
+  LIBS twinspan_cpu
+  LABELS unit asan)
