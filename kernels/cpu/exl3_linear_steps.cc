@@ -28,7 +28,7 @@ void AccumulateTile(const float* xh, int64_t xh_stride, const float* strip, cons
     }
   }
   for (int64_t r = 0; r < kTileSize; ++r) {
-    Float4 w[kVectors];
+    Float4 w[kVectors] = {};
 #pragma GCC unroll 16
     for (int64_t v = 0; v < kVectors; ++v) w[v] = LoadFloat4(strip + r * kBlockColumns + 4 * v);
 #pragma GCC unroll 16
@@ -63,7 +63,7 @@ void AccumulateTile(const float* xh, int64_t xh_stride, const float* strip, cons
 template <int kRows>
 void AccumulateRowsPortable(const float* xh, int64_t xh_stride, const float* strip,
                             const StripSums& out) {
-  constexpr int kVectors = 8 / kRows;
+  constexpr int64_t kVectors = 8 / kRows;
   for (int64_t c = 0; c < kBlockColumns; c += 4 * kVectors) {
     AccumulateTile<kRows, kVectors>(xh, xh_stride, strip + c, out.At(c));
   }

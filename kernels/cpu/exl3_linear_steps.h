@@ -3,7 +3,10 @@
 // AVX2, FMA and F16C, picked at run time). Every step gives the same bits on every instruction set:
 // the reduction order is the one documented in exl3_linear.h, products xh * W_hat are exact in fp32
 // (so an FMA rounds as a multiply then an add does), and elementwise steps are single IEEE
-// operations in a fixed order. Internal to kernels/cpu; tests call it to compare the two.
+// operations in a fixed order. One exception: from NaN inputs both give NaN in the same places,
+// but which input NaN's payload an add keeps is the compiler's choice (it may swap the operands
+// of a commutative add), as it already was for the scalar code. Internal to kernels/cpu; tests
+// call it to compare the two.
 #ifndef TWINSPAN_KERNELS_CPU_EXL3_LINEAR_STEPS_H_
 #define TWINSPAN_KERNELS_CPU_EXL3_LINEAR_STEPS_H_
 

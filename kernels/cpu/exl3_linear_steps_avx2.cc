@@ -184,7 +184,8 @@ TWINSPAN_AVX2 inline void AccumulateTile(const float* xh, int64_t xh_stride, con
   for (int64_t r = 0; r < kTileSize; ++r) {
     __m256 w[kVectors];
 #pragma GCC unroll 16
-    for (int64_t v = 0; v < kVectors; ++v) w[v] = _mm256_loadu_ps(strip + r * kBlockColumns + 8 * v);
+    for (int64_t v = 0; v < kVectors; ++v)
+      w[v] = _mm256_loadu_ps(strip + r * kBlockColumns + 8 * v);
 #pragma GCC unroll 16
     for (int64_t m = 0; m < kRows; ++m) {
       const __m256 a = _mm256_broadcast_ss(xh + m * xh_stride + r);
@@ -215,7 +216,7 @@ TWINSPAN_AVX2 inline void AccumulateTile(const float* xh, int64_t xh_stride, con
 template <int kRows>
 TWINSPAN_AVX2 void AccumulateRows(const float* xh, int64_t xh_stride, const float* strip,
                                   const StripSums& out) {
-  constexpr int kVectors = kRows >= 3 ? 2 : 8 / kRows;
+  constexpr int64_t kVectors = kRows >= 3 ? 2 : 8 / kRows;
   for (int64_t c = 0; c < kBlockColumns; c += 8 * kVectors) {
     AccumulateTile<kRows, kVectors>(xh, xh_stride, strip + c, out.At(c));
   }

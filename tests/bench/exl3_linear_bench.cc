@@ -94,6 +94,7 @@ class Exl3LinearShape : public benchmark::Fixture {
 };
 
 // Args: shape (index into kShapes), rows, threads (the pool's size; 0: every core).
+// cppcheck-suppress unknownMacro
 BENCHMARK_DEFINE_F(Exl3LinearShape, Linear)(benchmark::State& state) {
   const int64_t rows = state.range(1);
   const std::vector<float> x = testing::RandomRows(rows, weight_.in_features(), 3);

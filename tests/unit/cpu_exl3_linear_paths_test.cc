@@ -149,10 +149,10 @@ TEST_F(Exl3LinearPathsTest, TwoSplitsAndTheWidePlanMatchTheReference) {
   ASSERT_EQ(down.plan(), (exl3::Plan{2, 4}));
   for (int64_t rows : {1, 16}) ExpectReferenceBits(down, testing::RandomRows(rows, 1024, 7), rows);
   // 1024 x 64 blocks: (1, 8), the head's plan, and a 3-block view of its tail.
-  const exl3::Weight head =
-      Load({.prefix = "head", .k = 1024, .n = 64 * 128, .bits = 6, .codebook = Codebook::kMcg});
+  const exl3::Weight head = Load(
+      {.prefix = "head", .k = 1024, .n = int64_t{64} * 128, .bits = 6, .codebook = Codebook::kMcg});
   ASSERT_EQ(head.plan(), (exl3::Plan{1, 8}));
-  absl::StatusOr<exl3::Weight> tail = head.columns(61 * 128, 3 * 128);
+  absl::StatusOr<exl3::Weight> tail = head.columns(int64_t{61} * 128, int64_t{3} * 128);
   ASSERT_TRUE(tail.ok());
   ExpectReferenceBits(*tail, testing::RandomRows(3, 1024, 8), 3);
   ExpectReferenceBits(head, testing::RandomRows(2, 1024, 9), 2);
@@ -191,6 +191,7 @@ TEST_F(Exl3LinearPathsTest, StripDecodesAgreeOnEveryState) {
 
 TEST_F(Exl3LinearPathsTest, RotationsAgreeOnAnyFloatBits) {
   // Random bit patterns: NaNs with payloads, infinities, subnormals, values past fp16's range.
+  // Same bits, except that a NaN may keep another input NaN's payload (exl3_linear_steps.h).
   if (BestIsa() != Isa::kAvx2) GTEST_SKIP() << "no AVX2 path on this CPU";
   std::mt19937 rng(3);
   constexpr int64_t kK = 512;
