@@ -1,5 +1,6 @@
 #include "kernels/cpu/exl3_linear_steps.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/exl3/format.h"
@@ -71,25 +72,10 @@ void AccumulateRowsPortable(const float* xh, int64_t xh_stride, const float* str
 
 void AccumulateStripPortable(const float* xh, int64_t xh_stride, int64_t rows, const float* strip,
                              const StripSums& out) {
-  int64_t m = 0;
-  for (; m + 4 <= rows; m += 4) {
-    AccumulateRowsPortable<4>(xh + m * xh_stride, xh_stride, strip, out.At(m * kBlockColumns));
-  }
-  const float* x = xh + m * xh_stride;
-  const StripSums p = out.At(m * kBlockColumns);
-  switch (rows - m) {
-    case 3:
-      AccumulateRowsPortable<3>(x, xh_stride, strip, p);
-      break;
-    case 2:
-      AccumulateRowsPortable<2>(x, xh_stride, strip, p);
-      break;
-    case 1:
-      AccumulateRowsPortable<1>(x, xh_stride, strip, p);
-      break;
-    default:
-      break;
-  }
+  constexpr RowsKernel kKernels[] = {nullptr, &AccumulateRowsPortable<1>,
+                                     &AccumulateRowsPortable<2>, &AccumulateRowsPortable<3>,
+                                     &AccumulateRowsPortable<4>};
+  RunRowBlocks(kKernels, xh, xh_stride, rows, strip, out);
 }
 
 void RotateRowPortable(const float* x, const float* suh, int64_t k, float* xh) {
@@ -114,6 +100,15 @@ void FinishBlockPortable(float* total, const float* svh, const float* bias, floa
 }
 
 }  // namespace
+
+void RunRowBlocks(std::span<const RowsKernel> kernels, const float* xh, int64_t xh_stride,
+                  int64_t rows, const float* strip, const StripSums& out) {
+  const int64_t most = static_cast<int64_t>(kernels.size()) - 1;
+  for (int64_t m = 0; m < rows; m += most) {
+    kernels[std::min(most, rows - m)](xh + m * xh_stride, xh_stride, strip,
+                                      out.At(m * kBlockColumns));
+  }
+}
 
 // Each step calls its kAvx2 form only where one is built (x86-64) and asked for.
 void RotateRow([[maybe_unused]] Isa isa, const float* x, const float* suh, int64_t k, float* xh) {

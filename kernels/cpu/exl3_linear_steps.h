@@ -11,6 +11,7 @@
 #define TWINSPAN_KERNELS_CPU_EXL3_LINEAR_STEPS_H_
 
 #include <cstdint>
+#include <span>
 
 #include "common/exl3/weight.h"
 #include "kernels/cpu/isa.h"
@@ -48,6 +49,13 @@ struct StripSums {
 // stored, or folded as StripSums says.
 void AccumulateStrip(Isa isa, const float* xh, int64_t xh_stride, int64_t rows, const float* strip,
                      const StripSums& out);
+
+// One accumulate kernel for a fixed number of rows, and the row blocks of a strip through a table
+// of them: kernels[r] runs r rows (kernels[0] unused), the largest as often as it fits.
+using RowsKernel = void (*)(const float* xh, int64_t xh_stride, const float* strip,
+                            const StripSums& out);
+void RunRowBlocks(std::span<const RowsKernel> kernels, const float* xh, int64_t xh_stride,
+                  int64_t rows, const float* strip, const StripSums& out);
 
 // Step 3 for one row of one block: out[c] = H128(total)[c] * svh[c] (+ bias[c] when bias is not
 // null); total is overwritten.

@@ -1,5 +1,5 @@
 // The kAvx2 steps of cpu::Exl3Linear: AVX2 + FMA + F16C code in functions marked for those
-// instruction sets, so the rest of the binary stays baseline x86-64 (BestIsa() picks them).
+// instruction sets, so the rest of the binary stays baseline x86-64 (ctx.isa picks them).
 //
 // Decode: trellis position p = p0 + 32 l (p0 < 32, l < 8) holds tile element (r(p0), 8 h(p0) + l)
 // (kTensorCorePerm), and its 16-bit window starts K words after position p0's. So one gather per
@@ -15,6 +15,7 @@
 
 #include <array>
 #include <cstring>
+#include <utility>
 
 #include "common/exl3/codebook.h"
 #include "common/exl3/format.h"
@@ -131,10 +132,13 @@ TWINSPAN_AVX2 void DecodeTile(const std::byte* tile, float* out) {
 #pragma GCC unroll 32
   for (int p0 = 0; p0 < kFirstPositions; ++p0) {
     const int shift = plan.shift[p0];
-    // The low 16 bits of (first << 32 | last) >> shift; a shift by 32 gives 0.
-    const __m256i high = _mm256_slli_epi32(words[plan.first[p0]], 32 - shift);
-    const __m256i low = _mm256_srli_epi32(words[plan.last[p0]], shift);
-    const __m256i state = _mm256_and_si256(_mm256_or_si256(high, low), low16);
+    // The low 16 bits of (first << 32 | last) >> shift. A window inside one word (first ==
+    // last, so shift <= 16) needs no bits of the word before it (constants once unrolled).
+    __m256i window = _mm256_srli_epi32(words[plan.last[p0]], shift);
+    if (plan.first[p0] != plan.last[p0]) {
+      window = _mm256_or_si256(window, _mm256_slli_epi32(words[plan.first[p0]], 32 - shift));
+    }
+    const __m256i state = shift == 16 ? window : _mm256_and_si256(window, low16);
     _mm256_storeu_ps(out + plan.offset[p0], CodebookValues<kCodebook>(state));
   }
 }
@@ -146,26 +150,14 @@ TWINSPAN_AVX2 void DecodeTiles(const exl3::Weight& w, int64_t tk, int64_t block,
   }
 }
 
-template <Codebook kCodebook>
-TWINSPAN_AVX2 void DecodeTilesOf(const exl3::Weight& w, int64_t tk, int64_t block, float* strip) {
-  switch (w.bits()) {
-    case 1:
-      return DecodeTiles<1, kCodebook>(w, tk, block, strip);
-    case 2:
-      return DecodeTiles<2, kCodebook>(w, tk, block, strip);
-    case 3:
-      return DecodeTiles<3, kCodebook>(w, tk, block, strip);
-    case 4:
-      return DecodeTiles<4, kCodebook>(w, tk, block, strip);
-    case 5:
-      return DecodeTiles<5, kCodebook>(w, tk, block, strip);
-    case 6:
-      return DecodeTiles<6, kCodebook>(w, tk, block, strip);
-    case 7:
-      return DecodeTiles<7, kCodebook>(w, tk, block, strip);
-    default:
-      return DecodeTiles<8, kCodebook>(w, tk, block, strip);
-  }
+using DecodeStripFn = void (*)(const exl3::Weight&, int64_t, int64_t, float*);
+
+// DecodeTiles<K, kCodebook> for the weight's K.
+template <Codebook kCodebook, int... kBitsLess1>
+TWINSPAN_AVX2 void DecodeTilesOf(const exl3::Weight& w, int64_t tk, int64_t block, float* strip,
+                                 std::integer_sequence<int, kBitsLess1...>) {
+  constexpr DecodeStripFn kByBits[] = {&DecodeTiles<kBitsLess1 + 1, kCodebook>...};
+  kByBits[w.bits() - kMinBits](w, tk, block, strip);
 }
 
 // kRows rows x 8 * kVectors columns of sums in registers over the strip's 16 steps.
@@ -284,38 +276,27 @@ TWINSPAN_AVX2 void DecodeStripAvx2(const exl3::Weight& w, int64_t tk, int64_t bl
       _mm_prefetch(next + b, _MM_HINT_T0);
     }
   }
+  constexpr auto kAllBits = std::make_integer_sequence<int, kMaxBits>();
   switch (w.codebook()) {
     case Codebook::k3Inst:
-      return DecodeTilesOf<Codebook::k3Inst>(w, tk, block, strip);
+      return DecodeTilesOf<Codebook::k3Inst>(w, tk, block, strip, kAllBits);
     case Codebook::kMcg:
-      return DecodeTilesOf<Codebook::kMcg>(w, tk, block, strip);
+      return DecodeTilesOf<Codebook::kMcg>(w, tk, block, strip, kAllBits);
     case Codebook::kMul1:
-      return DecodeTilesOf<Codebook::kMul1>(w, tk, block, strip);
+      return DecodeTilesOf<Codebook::kMul1>(w, tk, block, strip, kAllBits);
   }
 }
 
-TWINSPAN_AVX2 void AccumulateStripAvx2(const float* xh, int64_t xh_stride, int64_t rows,
-                                       const float* strip, const StripSums& out) {
-  int64_t m = 0;
-  for (; m + 6 <= rows; m += 6) {
-    AccumulateRows<6>(xh + m * xh_stride, xh_stride, strip, out.At(m * kBlockColumns));
-  }
-  const float* x = xh + m * xh_stride;
-  const StripSums p = out.At(m * kBlockColumns);
-  switch (rows - m) {
-    case 5:
-      return AccumulateRows<5>(x, xh_stride, strip, p);
-    case 4:
-      return AccumulateRows<4>(x, xh_stride, strip, p);
-    case 3:
-      return AccumulateRows<3>(x, xh_stride, strip, p);
-    case 2:
-      return AccumulateRows<2>(x, xh_stride, strip, p);
-    case 1:
-      return AccumulateRows<1>(x, xh_stride, strip, p);
-    default:
-      return;
-  }
+void AccumulateStripAvx2(const float* xh, int64_t xh_stride, int64_t rows, const float* strip,
+                         const StripSums& out) {
+  constexpr RowsKernel kKernels[] = {nullptr,
+                                     &AccumulateRows<1>,
+                                     &AccumulateRows<2>,
+                                     &AccumulateRows<3>,
+                                     &AccumulateRows<4>,
+                                     &AccumulateRows<5>,
+                                     &AccumulateRows<6>};
+  RunRowBlocks(kKernels, xh, xh_stride, rows, strip, out);
 }
 
 TWINSPAN_AVX2 void FinishBlockAvx2(float* total, const float* svh, const float* bias, float* out) {

@@ -7,5 +7,6 @@ twinspan_test(cpu_exl3_linear_paths_test
 # cpu::Linear's dense AVX2 columns against Dot.
 twinspan_test(cpu_linear_paths_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/cpu_linear_paths_test.cc
-  LIBS twinspan_cpu
+          ${CMAKE_CURRENT_LIST_DIR}/formats_exl3_fixture.cc
+  LIBS twinspan_cpu twinspan_safetensors
   LABELS unit asan)

@@ -2,7 +2,6 @@
 // lengths with and without a tail, rows 1 to 9 and 16, odd and even column counts, pool sizes.
 #include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -10,17 +9,10 @@
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/parallel.h"
+#include "tests/unit/formats_exl3_fixture.h"
 
 namespace twinspan::cpu {
 namespace {
-
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> value(0.0f, 1.0f);
-  std::vector<float> out(n);
-  for (float& v : out) v = value(rng);
-  return out;
-}
 
 TEST(LinearPathsTest, DenseColumnsAreDotOnEveryInstructionSet) {
   std::vector<Isa> isas = {Isa::kPortable};
@@ -29,12 +21,12 @@ TEST(LinearPathsTest, DenseColumnsAreDotOnEveryInstructionSet) {
   uint32_t seed = 1;
   for (int64_t k : {1, 7, 8, 13, 40, 384, 1023}) {
     for (int64_t n : {1, 5, 48, 130}) {
-      const std::vector<float> values = Random(n * k, ++seed);
+      const std::vector<float> values = testing::RandomRows(n, k, ++seed);
       absl::StatusOr<LinearWeight> w = LinearWeight::Dense(n, k, values);
       ASSERT_TRUE(w.ok());
       for (int64_t rows : {1, 2, 3, 4, 5, 9, 16}) {
         const int64_t x_stride = k + 3, y_stride = n + 2;
-        const std::vector<float> x = Random(rows * x_stride, ++seed);
+        const std::vector<float> x = testing::RandomRows(rows, x_stride, ++seed);
         std::vector<float> want(rows * y_stride, -1.0f);
         for (int64_t r = 0; r < rows; ++r) {
           for (int64_t j = 0; j < n; ++j) {
