@@ -8,6 +8,7 @@
 //     --benchmark_report_aggregates_only=true
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -63,6 +64,18 @@ std::unique_ptr<Checkpoint> WriteLinears(const std::string& name,
   return ckpt.ok() ? *std::move(ckpt) : nullptr;
 }
 
+// FNV-1a of the output's bits, as a counter (exact in a double): before and after builds must
+// print the same value.
+double OutputHash(const std::vector<float>& v) {
+  uint32_t h = 2166136261u;
+  for (const float f : v) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof(bits));
+    for (int i = 0; i < 4; ++i) h = (h ^ ((bits >> (8 * i)) & 0xff)) * 16777619u;
+  }
+  return h;
+}
+
 int PoolSize(int64_t arg) {
   return arg > 0 ? static_cast<int>(arg) : static_cast<int>(std::thread::hardware_concurrency());
 }
@@ -104,6 +117,7 @@ BENCHMARK_DEFINE_F(Exl3LinearShape, Linear)(benchmark::State& state) {
     if (!cpu::Linear(ctx, x.data(), rows, weight_, y.data()).ok()) state.SkipWithError("Linear");
     benchmark::DoNotOptimize(y.data());
   }
+  state.counters["y_hash"] = OutputHash(y);
   state.counters["weights/s"] =
       benchmark::Counter(static_cast<double>(weight_.in_features() * weight_.out_features()),
                          benchmark::Counter::kIsIterationInvariantRate);
@@ -130,6 +144,7 @@ BENCHMARK_DEFINE_F(Exl3LinearShape, SpanHead)(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(packed.data());
   }
+  state.counters["y_hash"] = OutputHash(packed);
 }
 BENCHMARK_REGISTER_F(Exl3LinearShape, SpanHead)
     ->ArgNames({"shape", "rows", "threads"})
@@ -153,6 +168,7 @@ void BM_DenseLinear(benchmark::State& state) {
     if (!cpu::Linear(ctx, x.data(), rows, w, y.data()).ok()) state.SkipWithError("Linear");
     benchmark::DoNotOptimize(y.data());
   }
+  state.counters["y_hash"] = OutputHash(y);
 }
 BENCHMARK(BM_DenseLinear)
     ->ArgNames({"shape", "rows", "threads"})
@@ -281,6 +297,7 @@ BENCHMARK_DEFINE_F(DemoTargetForward, Forward)(benchmark::State& state) {
     model_->Commit(*state_, 0).IgnoreError();
     benchmark::DoNotOptimize(result.logits.data());
   }
+  state.counters["logits_hash"] = OutputHash(result.logits);
 }
 BENCHMARK_REGISTER_F(DemoTargetForward, Forward)
     ->ArgNames({"rows", "threads"})
