@@ -18,6 +18,7 @@
 #include "kernels/cpu/causal_conv1d.h"
 #include "kernels/cpu/dynamic_conv.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cpu/exl3_linear.h"
 #include "kernels/cpu/exl3_span_linear.h"
 #include "kernels/cpu/gated_delta_net.h"
 #include "kernels/cpu/gated_rms_norm.h"
@@ -294,6 +295,26 @@ class CpuBackend final : public backend::Backend {
     ABSL_RETURN_IF_ERROR(CheckRange("Linear", "x", x, Extent(rows, x_stride, w.in_features())));
     ABSL_RETURN_IF_ERROR(CheckRange("Linear", "y", y, Extent(rows, y_stride, w.out_features())));
     return cpu::Linear(ctx_, x, x_stride, rows, h->weight(), y, y_stride);
+  }
+
+  // EXL3 weights of one input (q, k and v; gate and up) share one parallel loop, so a narrow
+  // weight's blocks fill the threads beside the others'; any other mix runs one by one.
+  absl::Status Linears(const float* x, int64_t x_stride, int64_t rows,
+                       absl::Span<const backend::LinearOutput> outs) override {
+    std::vector<Exl3LinearOutput> exl3;
+    for (const backend::LinearOutput& o : outs) {
+      if (o.w == nullptr) return absl::InvalidArgumentError("Linears: a null weight");
+      ABSL_ASSIGN_OR_RETURN(const CpuLinearHandle* h, Own<CpuLinearHandle>("Linears", *o.w));
+      if (!h->weight().is_exl3() || h->weight().in_features() != outs[0].w->in_features()) {
+        return backend::Backend::Linears(x, x_stride, rows, outs);
+      }
+      ABSL_RETURN_IF_ERROR(
+          CheckRange("Linears", "x", x, Extent(rows, x_stride, o.w->in_features())));
+      ABSL_RETURN_IF_ERROR(
+          CheckRange("Linears", "y", o.y, Extent(rows, o.y_stride, o.w->out_features())));
+      exl3.push_back({h->weight().exl3(), o.y, o.y_stride});
+    }
+    return cpu::Exl3Linears(ctx_, x, x_stride, rows, exl3.data(), static_cast<int>(exl3.size()));
   }
 
   absl::Status Rope(float* x, int64_t x_stride, int64_t rows, int64_t heads, int64_t head_dim,

@@ -15,7 +15,9 @@
 //      and one add of bias (skipped when there is none), in fp32.
 // W_hat values are the exact fp16 codebook outputs (common/exl3/codebook.h). Each 16 x 128 strip
 // of tiles is decoded once per call and used for every row; threads split the output 128-column
-// blocks, which never share a reduction.
+// blocks, which never share a reduction, and narrow weights also their groups, whose partials are
+// then folded in the order above. The steps run as AVX2 + FMA + F16C code where the CPU has it
+// (kernels/cpu/exl3_linear_steps.h), with the same bits as the portable code.
 #ifndef TWINSPAN_KERNELS_CPU_EXL3_LINEAR_H_
 #define TWINSPAN_KERNELS_CPU_EXL3_LINEAR_H_
 
@@ -23,16 +25,36 @@
 
 #include "absl/status/status.h"
 #include "common/exl3/weight.h"
+#include "kernels/cpu/context.h"
 
 namespace twinspan::cpu {
 
 // x: [rows, k] with row stride x_stride floats; y: [rows, n] with row stride y_stride; they must
-// not overlap. num_threads >= 1 counts the caller (1 runs inline); results are bit-identical for
-// every num_threads. Activations above 65504 in magnitude after the input rotation become inf, as
-// on the GPU. InvalidArgument naming the weight for an unloaded weight, rows < 0, a stride smaller
-// than its row, a null pointer with rows > 0, or num_threads < 1.
+// not overlap. Work items are (output block, run of groups) pairs spread over ctx's pool (null
+// runs inline); results are bit-identical for every pool size. Activations above 65504 in
+// magnitude after the input rotation become inf, as on the GPU. InvalidArgument naming the weight
+// for an unloaded weight, rows < 0, a stride smaller than its row or a null pointer with rows > 0.
+absl::Status Exl3Linear(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
+                        const exl3::Weight& w, float* y, int64_t y_stride);
+
+// The same on a pool of num_threads made for this call (tests and tools; the backend passes its
+// own pool). num_threads >= 1 counts the caller (1 runs inline); InvalidArgument when it is < 1.
 absl::Status Exl3Linear(const float* x, int64_t x_stride, int64_t rows, const exl3::Weight& w,
                         float* y, int64_t y_stride, int num_threads = 1);
+
+// One weight of Exl3Linears and where its rows go (row stride y_stride floats).
+struct Exl3LinearOutput {
+  const exl3::Weight* w = nullptr;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+};
+
+// y_i = x W_i for `count` weights of one k (the linears of one input: q, k and v; gate and up; a
+// head's span views), all their blocks in one parallel loop, each input rotation (one per distinct
+// suh) done once. Each y_i gets the bits Exl3Linear gives it. Errors as Exl3Linear's, naming the
+// weight; InvalidArgument for a null weight or weights of different k.
+absl::Status Exl3Linears(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
+                         const Exl3LinearOutput* outs, int count);
 
 }  // namespace twinspan::cpu
 

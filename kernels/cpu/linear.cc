@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "kernels/cpu/dense_linear_avx2.h"
 #include "kernels/cpu/dot.h"
 #include "kernels/cpu/exl3_linear.h"
 
@@ -28,28 +29,6 @@ void DenseColumns(const float* x, int64_t x_stride, int64_t rows, const LinearWe
     }
     for (; r < rows; ++r) y[r * y_stride + j] = Dot(x + r * x_stride, wj, k);
   }
-}
-
-// Splits an EXL3 weight into column views on the pool (no thread starts per call). A view keeps
-// its parent's plan, so each column reduces exactly as in the whole weight: same bits.
-absl::Status Exl3OnPool(const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
-                        const exl3::Weight& w, float* y, int64_t y_stride) {
-  constexpr int64_t kBlock = 128;  // EXL3 column views are whole 128-column blocks.
-  const int64_t blocks = w.n() / kBlock;
-  const int64_t threads = ctx.pool == nullptr ? 1 : ctx.pool->num_threads();
-  if (threads == 1 || blocks < 2) return Exl3Linear(x, x_stride, rows, w, y, y_stride, 1);
-  const int64_t grain = std::max<int64_t>(1, blocks / (4 * threads));
-  std::vector<absl::Status> status((blocks + grain - 1) / grain);
-  ParallelFor(ctx.pool, blocks, grain, [&](int64_t b0, int64_t b1) {
-    absl::StatusOr<exl3::Weight> view = w.columns(b0 * kBlock, (b1 - b0) * kBlock);
-    status[b0 / grain] = view.ok()
-                             ? Exl3Linear(x, x_stride, rows, *view, y + b0 * kBlock, y_stride, 1)
-                             : view.status();
-  });
-  for (const absl::Status& s : status) {
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -94,7 +73,7 @@ absl::Status Linear(const Context& ctx, const float* x, int64_t x_stride, int64_
                         x_stride, y_stride, w.out_features(), w.in_features()));
   }
   if (rows == 0) return absl::OkStatus();
-  if (w.is_exl3()) return Exl3OnPool(ctx, x, x_stride, rows, *w.exl3(), y, y_stride);
+  if (w.is_exl3()) return Exl3Linear(ctx, x, x_stride, rows, *w.exl3(), y, y_stride);
   if (w.is_q4()) return Q4Linear(ctx, x, x_stride, rows, *w.q4(), y, y_stride);
   const int64_t n = w.out_features();
   const int64_t tasks = (n + kColumnsPerTask - 1) / kColumnsPerTask;
@@ -102,8 +81,14 @@ absl::Status Linear(const Context& ctx, const float* x, int64_t x_stride, int64_
   const int64_t threads = ctx.pool == nullptr ? 1 : ctx.pool->num_threads();
   const int64_t grain = std::max<int64_t>(1, tasks / (4 * threads));
   ParallelFor(ctx.pool, tasks, grain, [&](int64_t t0, int64_t t1) {
-    DenseColumns(x, x_stride, rows, w, y, y_stride, t0 * kColumnsPerTask,
-                 std::min(n, t1 * kColumnsPerTask));
+    const int64_t j0 = t0 * kColumnsPerTask, j1 = std::min(n, t1 * kColumnsPerTask);
+#if defined(__x86_64__)
+    if (ctx.isa == Isa::kAvx2) {
+      return DenseColumnsAvx2(x, x_stride, rows, w.dense_row(0), w.in_features(), y, y_stride, j0,
+                              j1);
+    }
+#endif
+    DenseColumns(x, x_stride, rows, w, y, y_stride, j0, j1);
   });
   return absl::OkStatus();
 }

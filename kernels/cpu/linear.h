@@ -1,8 +1,8 @@
 // y = x @ W^T for a linear layer's weight W in HF orientation [out_features, in_features].
 //
 // Row-invariant: every output y[r, j] is Dot(x[r], W[j]) (kernels/cpu/dot.h), whose order depends
-// on in_features only, so a row's result never depends on how many rows share the call or on
-// threads.
+// on in_features only, so a row's result never depends on how many rows share the call, on
+// threads, or on ctx.isa (kernels/cpu/dense_linear_avx2.h computes the same Dot).
 #ifndef TWINSPAN_KERNELS_CPU_LINEAR_H_
 #define TWINSPAN_KERNELS_CPU_LINEAR_H_
 
