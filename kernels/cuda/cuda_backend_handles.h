@@ -1,4 +1,4 @@
-// The CUDA backend's buffer and handle types (internal to cuda_backend.cc and its tests).
+// The CUDA backend's buffer and handle types (internal to kernels/cuda and its tests).
 #ifndef TWINSPAN_KERNELS_CUDA_CUDA_BACKEND_HANDLES_H_
 #define TWINSPAN_KERNELS_CUDA_CUDA_BACKEND_HANDLES_H_
 
