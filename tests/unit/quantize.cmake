@@ -21,3 +21,8 @@ twinspan_test(quantize_tool_test
           ${CMAKE_CURRENT_LIST_DIR}/quantize/tiny_hf_checkpoint.cc
   LIBS twinspan_quantize_tool
   LABELS unit)
+# --device as a build without CUDA opens it, whatever this build has.
+twinspan_test(quantize_open_encoder_cpu_only_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/quantize/open_encoder_test.cc
+  LIBS twinspan_quantize_encoder_cpu_only
+  LABELS unit asan)

@@ -2,11 +2,14 @@
 // (shared/golden/exl3_linear), as a markdown table: shape, codebook, K, both proxy errors in the
 // original basis, their ratio, our seconds.
 //   twinspan-quantize-compare --golden DIR [--hessian matched|signs] [--threads N] [--case mul1.K4]
+//       [--device cpu|cuda:N]
 //   twinspan-quantize-compare --golden DIR --model QUANTIZED_QWEN3_5_TINY
 //   twinspan-quantize-compare --bench 5120x17408 [--slice 16] [--bits 4] [--threads N]
+//       [--device cpu|cuda:N]
 // The second form compares a quantized hf_qwen3_5_tiny's logits error against the HF bf16 model
 // with exllamav3's (golden README section 4). The third times QuantizeLinear on a random weight of
 // that shape (1/slice of its columns; the time is linear in them) with a calibrated Hessian.
+// --device picks the tile encoder as twinspan-quantize's does (the same bits either way).
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -17,11 +20,13 @@
 #include "common/exl3/quantize/hessian.h"
 #include "tools/quantize/golden_linears.h"
 #include "tools/quantize/golden_logits.h"
+#include "tools/quantize/open_encoder.h"
 
 namespace {
 
 // Seconds of QuantizeLinear on a random [k, n / slice] weight, Hessian from 1024 random rows.
-int Bench(twinspan::cpu::ThreadPool& pool, const std::string& shape, int slice, int bits) {
+int Bench(twinspan::cpu::ThreadPool& pool, const twinspan::exl3::quantize::TileEncoder& encoder,
+          const std::string& shape, int slice, int bits) {
   long k = 0, n = 0;
   if (std::sscanf(shape.c_str(), "%ldx%ld", &k, &n) != 2 || slice < 1 || n % slice != 0 ||
       (n / slice) % 128 != 0 || k % 128 != 0) {
@@ -38,7 +43,6 @@ int Bench(twinspan::cpu::ThreadPool& pool, const std::string& shape, int slice, 
   twinspan::exl3::quantize::HessianAccumulator acc(k);
   acc.Add(&pool, x.data(), 1024, k);
   const std::vector<float> h = acc.Mean();
-  const twinspan::exl3::quantize::CpuTileEncoder encoder(&pool);
   twinspan::exl3::quantize::LinearQuantOptions o;
   o.bits = bits;
   const auto start = std::chrono::steady_clock::now();
@@ -52,8 +56,10 @@ int Bench(twinspan::cpu::ThreadPool& pool, const std::string& shape, int slice, 
     return 1;
   }
   std::printf(
-      "[k %ld, n %ld] K=%d, %d threads: %.1f s, proxy error %.6f; x%d for [%ld, %ld]: %.0f s\n", k,
-      cols, bits, pool.num_threads(), seconds, q->proxy_error, slice, k, n, seconds * slice);
+      "[k %ld, n %ld] K=%d, %d threads, encoder %s: %.1f s, proxy error %.6f; x%d for [%ld, %ld]: "
+      "%.0f s\n",
+      k, cols, bits, pool.num_threads(), encoder.name().c_str(), seconds, q->proxy_error, slice, k,
+      n, seconds * slice);
   return 0;
 }
 
@@ -67,6 +73,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;
   std::string model, bench;
   int slice = 1, bits = 4;
+  std::string device = "cpu";
   CLI::App app{"Proxy error of twinspan-quantize against exllamav3 on the golden linears"};
   app.add_option("--golden", golden, "the golden folder (holding exl3_linear/)");
   app.add_option("--hessian", hessian, "LDLQ Hessian basis")
@@ -80,10 +87,20 @@ int main(int argc, char** argv) {
   app.add_option("--slice", slice, "with --bench: quantize 1/slice of the columns")
       ->capture_default_str();
   app.add_option("--bits", bits, "with --bench: K")->capture_default_str();
+  app.add_option("--device", device,
+                 "where the trellis encoder runs (--bench and the golden table): cpu or cuda:N")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   twinspan::cpu::ThreadPool pool(threads);
-  if (!bench.empty()) return Bench(pool, bench, slice, bits);
+  const auto opened = twinspan::quantize::OpenTileEncoder(device, &pool);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "twinspan-quantize-compare: %s\n",
+                 std::string(opened.status().message()).c_str());
+    return opened.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  const twinspan::exl3::quantize::TileEncoder& encoder = **opened;
+  if (!bench.empty()) return Bench(pool, encoder, bench, slice, bits);
   if (!model.empty()) {
     const auto logits = twinspan::quantize::CompareGoldenLogits(&pool, model, golden);
     if (!logits.ok()) {
@@ -101,7 +118,6 @@ int main(int argc, char** argv) {
                 logits->ours_all / logits->theirs_all);
     return 0;
   }
-  const twinspan::exl3::quantize::CpuTileEncoder encoder(&pool);
   twinspan::exl3::quantize::LinearQuantOptions options;
   options.hessian_basis = hessian == "signs" ? twinspan::exl3::quantize::HessianBasis::kSigns
                                              : twinspan::exl3::quantize::HessianBasis::kScales;

@@ -21,6 +21,7 @@
 #include "tools/quantize/capture_backend.h"
 #include "tools/quantize/exl3_writer.h"
 #include "tools/quantize/model_plan.h"
+#include "tools/quantize/open_encoder.h"
 
 namespace twinspan::quantize {
 namespace {
@@ -185,9 +186,12 @@ absl::StatusOr<std::unique_ptr<tokenizer::Tokenizer>> OpenTokenizer(const Quanti
 absl::StatusOr<QuantizeSummary> QuantizeModel(const QuantizeOptions& o, Progress& progress,
                                               const exl3::quantize::TileEncoder* encoder) {
   ABSL_RETURN_IF_ERROR(o.Validate());
-  if (o.device != "cpu") {
-    return absl::UnimplementedError(absl::StrFormat(
-        "--device %s: this build has no CUDA tile encoder yet; use --device cpu", o.device));
+  cpu::ThreadPool pool(o.threads);
+  std::unique_ptr<exl3::quantize::TileEncoder> opened;
+  if (encoder == nullptr) {
+    // Before the output folder exists, so a device that is not there leaves nothing behind.
+    ABSL_ASSIGN_OR_RETURN(opened, OpenTileEncoder(o.device, &pool));
+    encoder = opened.get();
   }
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<files::StagedDir> staged,
                         files::StagedDir::Create(o.out_dir));
@@ -208,15 +212,13 @@ absl::StatusOr<QuantizeSummary> QuantizeModel(const QuantizeOptions& o, Progress
   progress.Plan(static_cast<int64_t>(plan.linears.size()), weights);
   progress.Line(absl::StrFormat(
       "%s: %s, %d layers, %d linears to quantize, %.2f bits (head %s), "
-      "codebook %s, %d threads",
+      "codebook %s, %d threads, tiles encoded on %s",
       o.in_dir, config.model_type, config.num_layers, plan.linears.size(), plan.average_bits,
       o.head_bits == 16 ? "kept" : absl::StrFormat("%d", o.head_bits),
-      exl3::CodebookName(o.codebook), o.threads));
+      exl3::CodebookName(o.codebook), o.threads, encoder->name()));
   progress.Line(cal.description);
 
-  cpu::ThreadPool pool(o.threads);
-  const exl3::quantize::CpuTileEncoder cpu_encoder(&pool);
-  LinearQuantizer quantizer(o, *ckpt, &pool, encoder != nullptr ? *encoder : cpu_encoder, progress);
+  LinearQuantizer quantizer(o, *ckpt, &pool, *encoder, progress);
   const std::unique_ptr<backend::Backend> cpu_backend = cpu::NewCpuBackend(&pool);
   CaptureBackend capture(
       *cpu_backend, &pool, decoder,

@@ -27,10 +27,11 @@ struct QuantizeSummary {
   double seconds = 0;
 };
 
-// Errors name what is wrong: options (InvalidArgument), --device cuda:N (Unimplemented: no CUDA
-// encoder in this build), the output folder (AlreadyExists, NotFound, PermissionDenied), the
-// model (those of PlanModel and OpenTargetModel), the calibration file, the quantizer.
-// `encoder` encodes the tiles (not owned); null: the CPU's Viterbi on the run's thread pool.
+// Errors name what is wrong: options (InvalidArgument), --device (those of OpenTileEncoder:
+// Unimplemented for cuda:N in a build without CUDA), the output folder (AlreadyExists, NotFound,
+// PermissionDenied), the model (those of PlanModel and OpenTargetModel), the calibration file, the
+// quantizer. `encoder` encodes the tiles (not owned; tests inject one); null: the one
+// options.device names (tools/quantize/open_encoder.h).
 absl::StatusOr<QuantizeSummary> QuantizeModel(const QuantizeOptions& options, Progress& progress,
                                               const exl3::quantize::TileEncoder* encoder = nullptr);
 

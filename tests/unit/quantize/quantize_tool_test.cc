@@ -232,9 +232,10 @@ TEST(QuantizeToolTest, BadInputIsRefusedAndLeavesNothing) {
   head.head_bits = 9;
   ExpectRefused(head, absl::StatusCode::kInvalidArgument, "--head-bits 9");
 
-  QuantizeOptions cuda = Options(good, out);
-  cuda.device = "cuda:0";
-  ExpectRefused(cuda, absl::StatusCode::kUnimplemented, "cuda:0");
+  // cuda:N depends on the build and the machine: open_encoder_test and tests/cuda cover it.
+  QuantizeOptions device = Options(good, out);
+  device.device = "gpu0";
+  ExpectRefused(device, absl::StatusCode::kInvalidArgument, "--device \"gpu0\"");
 
   ExpectRefused(Options(good + "/no-such-model", out), absl::StatusCode::kNotFound,
                 "no-such-model");
