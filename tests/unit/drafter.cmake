@@ -16,3 +16,10 @@ if(TARGET twinspan_drafter)
     LIBS twinspan_drafter twinspan_safetensors
     LABELS unit)
 endif()
+
+# The committed demo pair in models/demo (its reference tokens come from transformers).
+if(TARGET twinspan_drafter AND TARGET twinspan_target)
+  twinspan_test(demo_model_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/demo_model_test.cc
+    LIBS twinspan_drafter twinspan_target twinspan_tokenizer LABELS unit)
+  target_compile_definitions(demo_model_test PRIVATE TWINSPAN_DEMO_DIR="${CMAKE_SOURCE_DIR}/models/demo")
+endif()
