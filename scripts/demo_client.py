@@ -1,6 +1,6 @@
 """Sends one chat request to a Twinspan router and prints the reply with its tokens per round.
 
-Usage: demo_client.py ROUTER_ADDRESS PROTO_DIR "message"
+Usage: demo_client.py ROUTER_ADDRESS PROTO_DIR "message" [MAX_TOKENS]
 Uses Debian's python3-grpcio; the twinspan.v1 stubs are generated into a temporary folder.
 """
 import sys
@@ -12,6 +12,7 @@ import grpc_tools.protoc
 
 def main():
     address, proto_dir, message = sys.argv[1], sys.argv[2], sys.argv[3]
+    max_tokens = int(sys.argv[4]) if len(sys.argv) > 4 else 48
     out = tempfile.mkdtemp(prefix="twinspan-demo-stubs-")
     protos = [proto_dir + "/twinspan/v1/serving.proto"]
     if grpc_tools.protoc.main(["protoc", "-I" + proto_dir, "-I/usr/include",
@@ -23,7 +24,7 @@ def main():
     stub = pb_grpc.ServingStub(grpc.insecure_channel(address))
     request = pb.GenerateRequest()
     request.chat.messages.add(role="user", content=message)
-    request.sampling.max_tokens = 48
+    request.sampling.max_tokens = max_tokens
     request.sampling.temperature = 0.0
     request.session_key = "demo"
     print("demo: user: %s" % message)

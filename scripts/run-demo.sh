@@ -66,4 +66,4 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 /usr/bin/python3 scripts/demo_client.py "127.0.0.1:$router_port" proto \
-  "Tell me a short story about a dragon who learned to read."
+  "${DEMO_PROMPT:-Can you write \`is_prime(n)\` for me? Return True when n is prime.}" "${DEMO_MAX_TOKENS:-160}"
