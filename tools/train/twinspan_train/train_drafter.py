@@ -7,7 +7,7 @@ import time
 import torch
 
 from .dflash2 import DFlash2Drafter, causal_lm_features, drafter_loss, gamma_for_block, sample_anchors
-from .train_target import autocast, lr_at, make_optimizer
+from .train_target import StepPlan, autocast, lr_at, make_optimizer
 
 
 @torch.no_grad()
@@ -49,21 +49,13 @@ def train(config, target, ids, loss_mask, *, steps, batch, anchors_per_seq, lr, 
     g = torch.Generator().manual_seed(seed + 1)
     gamma = gamma_for_block(config.block_size)
     history = []
-    planned = steps if steps != "auto" else None
-    start = time.time()
+    plan = StepPlan(steps, time_budget_s, device, "drafter", log)
     step = 0
     n = ids.shape[0]
-    while planned is None or step < planned:
-        if planned is None and step in (5, 25) and device.type == "cuda":
-            torch.cuda.synchronize()  # host time equals GPU time only at a sync
-        if planned is None and step == 5:
-            warm = time.time()  # the first steps include CUDA's start-up, so they are not timed
-        if planned is None and step == 25:
-            per_step = (time.time() - warm) / 20
-            planned = max(40, 25 + int((time_budget_s - (time.time() - start)) / per_step))
-            log(f"drafter: {per_step * 1e3:.1f} ms a step, planning {planned} steps for {time_budget_s:.0f} s")
+    while plan.running(step):
+        plan.before(step)
         for group in opt.param_groups:
-            group["lr"] = lr_at(step, planned or 10_000, lr, warmup)
+            group["lr"] = lr_at(step, plan.total, lr, warmup)
         rows = torch.randint(0, n, (batch,), generator=g)
         x = ids[rows].to(device)
         m = loss_mask[rows].to(device)
@@ -78,9 +70,9 @@ def train(config, target, ids, loss_mask, *, steps, batch, anchors_per_seq, lr, 
         loss.backward()
         torch.nn.utils.clip_grad_norm_(drafter.parameters(), 1.0)
         opt.step()
-        if step % 50 == 0 or step + 1 == planned:
+        if step % 50 == 0 or plan.is_last(step):
             entry = {"step": step, "loss": round(loss.item(), 4), **{k: round(v, 4) for k, v in stats.items()},
-                     "seconds": round(time.time() - start, 1)}
+                     "seconds": plan.seconds()}
             history.append(entry)
             log(f"drafter: {entry}")
         step += 1

@@ -17,6 +17,45 @@ def lr_at(step, steps, peak, warmup, floor=0.1):
     return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
 
 
+class StepPlan:
+    """A fixed number of steps, or "auto": steps 5-25 are timed (after CUDA's start-up) and the
+    plan becomes as many steps as fit time_budget_s."""
+
+    def __init__(self, steps, time_budget_s, device, name, log):
+        self.planned = steps if steps != "auto" else None
+        self.time_budget_s, self.device, self.name, self.log = time_budget_s, device, name, log
+        self.start = time.time()
+        self.warm = None
+
+    def running(self, step):
+        return self.planned is None or step < self.planned
+
+    def before(self, step):
+        """Called at the top of each step; fixes the plan at step 25 when it is "auto"."""
+        if self.planned is not None:
+            return
+        if step in (5, 25) and self.device.type == "cuda":
+            torch.cuda.synchronize()  # host time equals GPU time only at a sync
+        if step == 5:
+            self.warm = time.time()
+        if step == 25:
+            per_step = (time.time() - self.warm) / 20
+            self.planned = max(40, 25 + int((self.time_budget_s - (time.time() - self.start)) / per_step))
+            self.log(f"{self.name}: {per_step * 1e3:.1f} ms a step, planning {self.planned} steps for "
+                     f"{self.time_budget_s:.0f} s")
+
+    @property
+    def total(self):
+        """The schedule's length for the learning rate (a long stand-in until the plan is fixed)."""
+        return self.planned or 10_000
+
+    def is_last(self, step):
+        return step + 1 == self.planned
+
+    def seconds(self):
+        return round(time.time() - self.start, 1)
+
+
 def windows(stream, batch, seq, generator):
     """batch random windows of seq + 1 tokens from the 1-D token stream."""
     starts = torch.randint(0, stream.numel() - seq - 1, (batch,), generator=generator)
@@ -64,21 +103,12 @@ def train(config, stream, heldout, *, steps, batch, seq, lr, warmup, weight_deca
     opt = make_optimizer(model, lr, weight_decay)
     g = torch.Generator().manual_seed(seed + 1)
     history = []
-    planned = steps if steps != "auto" else None
-    start = time.time()
+    plan = StepPlan(steps, time_budget_s, device, "target", log)
     step = 0
-    while planned is None or step < planned:
-        if planned is None and step in (5, 25) and device.type == "cuda":
-            torch.cuda.synchronize()  # host time equals GPU time only at a sync
-        if planned is None and step == 5:
-            warm = time.time()  # the first steps include CUDA's start-up, so they are not timed
-        if planned is None and step == 25:
-            per_step = (time.time() - warm) / 20
-            planned = max(40, 25 + int((time_budget_s - (time.time() - start)) / per_step))
-            log(f"target: {per_step * 1e3:.1f} ms a step, planning {planned} steps for {time_budget_s:.0f} s")
-        total = planned or 10_000
+    while plan.running(step):
+        plan.before(step)
         for group in opt.param_groups:
-            group["lr"] = lr_at(step, total, lr, warmup)
+            group["lr"] = lr_at(step, plan.total, lr, warmup)
         w = windows(stream, batch, seq, g).to(device, non_blocking=True)
         with autocast(device):
             logits, _ = model(w[:, :-1])
@@ -87,10 +117,10 @@ def train(config, stream, heldout, *, steps, batch, seq, lr, warmup, weight_deca
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        if step % 50 == 0 or step + 1 == planned:
+        if step % 50 == 0 or plan.is_last(step):
             entry = {"step": step, "loss": round(loss.item(), 4), "lr": round(opt.param_groups[0]["lr"], 6),
-                     "seconds": round(time.time() - start, 1)}
-            if heldout is not None and heldout.numel() > seq + 1 and (step % eval_every == 0 or step + 1 == planned):
+                     "seconds": plan.seconds()}
+            if heldout is not None and heldout.numel() > seq + 1 and (step % eval_every == 0 or plan.is_last(step)):
                 entry["heldout_loss"] = round(evaluate(model, heldout, seq, 4, batch // 4 or 1, device, seed), 4)
             history.append(entry)
             log(f"target: {entry}")
