@@ -129,17 +129,21 @@ def first_sentence(docstring):
     return line if 15 <= len(line) <= 200 else None
 
 
-def function_samples(doc, rng, max_lines=60):
-    """(user, assistant) pairs from the documented functions of a Python file."""
+def _functions(doc):
+    """The file's lines and its function definitions, in ast.walk order (none when it does not parse)."""
     try:
         tree = ast.parse(doc.text)
     except (SyntaxError, ValueError, RecursionError):
-        return []
-    lines = doc.text.split("\n")
+        return [], []
+    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return doc.text.split("\n"), nodes
+
+
+def function_samples(doc, rng, max_lines=60):
+    """(user, assistant) pairs from the documented functions of a Python file."""
+    lines, nodes = _functions(doc)
     out = []
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
+    for node in nodes:
         what = first_sentence(ast.get_docstring(node) or "")
         if what is None or node.name.startswith("_"):
             continue
@@ -159,14 +163,10 @@ def function_samples(doc, rng, max_lines=60):
 def completion_prompts(doc, context_lines=30, min_rest=4):
     """Code-completion prompts from a Python file: up to context_lines of the file before a
     documented function, its signature and docstring; the body is left to the model."""
-    try:
-        tree = ast.parse(doc.text)
-    except (SyntaxError, ValueError, RecursionError):
-        return []
-    lines = doc.text.split("\n")
+    lines, nodes = _functions(doc)
     out = []
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not ast.get_docstring(node):
+    for node in nodes:
+        if not ast.get_docstring(node):
             continue
         doc_end = node.body[0].end_lineno
         if node.end_lineno - doc_end < min_rest or len(node.body) < 2:
