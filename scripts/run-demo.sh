@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The main job on the embedded demo model: install what is missing, build, write the demo pair,
-# start twinspan-drafter, twinspan-target and twinspan-router on loopback, send one chat request
-# through the router, print the reply with its tokens per round, and stop everything it started.
+# The main job on the embedded demo model: install what is missing, build, start twinspan-drafter,
+# twinspan-target and twinspan-router on loopback with the trained pair in models/demo, send one chat
+# request through the router, print the reply with its tokens per round, and stop everything it
+# started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -16,14 +17,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ -f models/demo/target/config.json ] && [ -f models/demo/drafter/config.json ]; then
-  models=models/demo
-  echo "run-demo: using the committed demo pair in models/demo"
-else
-  models=$work/models
-  echo "run-demo: no trained demo pair is committed yet; writing a small RANDOM pair instead"
-  "$build/make-demo" --out "$models"
+models=models/demo
+if [ ! -f $models/target/config.json ] || [ ! -f $models/drafter/config.json ]; then
+  echo "run-demo: $models/target or $models/drafter is missing (the trained pair is part of the checkout)" >&2
+  exit 1
 fi
+echo "run-demo: serving the trained demo pair in $models"
 
 # Starts a service in the background and sets $port to the gRPC port it printed.
 start() {
