@@ -126,12 +126,13 @@ ServingMetrics::ServingMetrics(std::shared_ptr<prometheus::Registry> registry,
                     .Register(*registry_)),
       routed_(BuildCounter()
                   .Name("twinspan_router_requests_total")
-                  .Help("Requests the router sent, by head variant and pool.")
+                  .Help("Requests the router sent, by head variant and worker (address).")
                   .Labels({{"model_name", std::string(model_name)}})
                   .Register(*registry_)),
       retries_(BuildCounter()
                    .Name("twinspan_router_retries_total")
-                   .Help("Requests retried on another worker before anything was streamed.")
+                   .Help("Requests retried on another worker before anything was streamed, by head "
+                         "variant and the worker that failed.")
                    .Labels({{"model_name", std::string(model_name)}})
                    .Register(*registry_)),
       worker_healthy_(BuildGauge()
@@ -146,7 +147,8 @@ ServingMetrics::ServingMetrics(std::shared_ptr<prometheus::Registry> registry,
                            .Register(*registry_)),
       propose_(BuildHistogram()
                    .Name("twinspan_drafter_propose_seconds")
-                   .Help("Drafter time per proposal: context append, block forward, head.")
+                   .Help("Drafter time per proposal (context append, block forward, head), by head "
+                         "variant.")
                    .Labels({{"model_name", std::string(model_name)}})
                    .Register(*registry_)),
       drafter_errors_(BuildCounter()
@@ -198,13 +200,14 @@ void ServingMetrics::SetRequestsRunning(int n) { running_.Add({}).Set(n); }
 void ServingMetrics::SetRequestsWaiting(int n) { waiting_.Add({}).Set(n); }
 void ServingMetrics::SetKvCacheUsage(double fraction) { kv_usage_.Add({}).Set(fraction); }
 
-void ServingMetrics::RecordRouted(std::string_view head_variant, std::string_view pool) {
-  routed_.Add({{"head_variant", std::string(head_variant)}, {"pool", std::string(pool)}})
+void ServingMetrics::RecordRouted(std::string_view head_variant, std::string_view worker) {
+  routed_.Add({{"head_variant", std::string(head_variant)}, {"worker", std::string(worker)}})
       .Increment();
 }
 
-void ServingMetrics::RecordRetry(std::string_view pool) {
-  retries_.Add({{"pool", std::string(pool)}}).Increment();
+void ServingMetrics::RecordRetry(std::string_view head_variant, std::string_view worker) {
+  retries_.Add({{"head_variant", std::string(head_variant)}, {"worker", std::string(worker)}})
+      .Increment();
 }
 
 void ServingMetrics::SetWorkerHealthy(std::string_view worker, bool healthy) {
@@ -213,8 +216,8 @@ void ServingMetrics::SetWorkerHealthy(std::string_view worker, bool healthy) {
 
 void ServingMetrics::SetDrafterStreams(int n) { drafter_streams_.Add({}).Set(n); }
 
-void ServingMetrics::RecordPropose(double seconds) {
-  propose_.Add({}, SecondsBuckets()).Observe(seconds);
+void ServingMetrics::RecordPropose(std::string_view head_variant, double seconds) {
+  propose_.Add({{"head_variant", std::string(head_variant)}}, SecondsBuckets()).Observe(seconds);
 }
 
 void ServingMetrics::RecordDrafterStreamError(std::string_view reason) {

@@ -44,14 +44,15 @@ class ServingMetrics {
   void SetRequestsWaiting(int n);
   void SetKvCacheUsage(double fraction);
 
-  // Router: one routed request per variant and pool; a retry before anything was streamed.
-  void RecordRouted(std::string_view head_variant, std::string_view pool);
-  void RecordRetry(std::string_view pool);
+  // Router: one routed request per variant and worker; a retry before anything was streamed, by
+  // the variant and the worker whose attempt failed.
+  void RecordRouted(std::string_view head_variant, std::string_view worker);
+  void RecordRetry(std::string_view head_variant, std::string_view worker);
   void SetWorkerHealthy(std::string_view worker, bool healthy);
 
-  // Drafter: open streams and time per proposal.
+  // Drafter: open streams and time per proposal of its head variant.
   void SetDrafterStreams(int n);
-  void RecordPropose(double seconds);
+  void RecordPropose(std::string_view head_variant, double seconds);
   void RecordDrafterStreamError(std::string_view reason);
 
  private:

@@ -107,8 +107,13 @@ int Run(int argc, char** argv) {
 
   const int signal = twinspan::rpc::WaitForTerminationSignal();
   spdlog::info("router: signal {}, draining for up to {} s", signal, drain_seconds);
+  // Like a target: the server stays up while open calls finish, so GetLoad can say draining.
   (*server)->SetServing(false);
-  (*server)->Shutdown(absl::Now() + absl::Seconds(drain_seconds));
+  backend.Drain();
+  if (!backend.WaitIdle(absl::Seconds(drain_seconds))) {
+    spdlog::warn("router: calls still open after {} s; cancelling them", drain_seconds);
+  }
+  (*server)->Shutdown(absl::Now() + absl::Seconds(1));
   backend.Stop();
   launcher.StopAll(absl::Seconds(drain_seconds));
   spdlog::info("router: stopped");

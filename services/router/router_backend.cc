@@ -153,7 +153,7 @@ class RouterBackend::ForwardCall : public grpc::ClientReadReactor<v1::GenerateRe
         spdlog::warn("[{}] {} unavailable before streaming ({}); retrying on {}", id,
                      worker_->address, status.error_message(), next->address);
         if (router_->metrics_ != nullptr) {
-          router_->metrics_->RecordRetry(state_->pool->config.variant);
+          router_->metrics_->RecordRetry(state_->pool->config.variant, worker_->address);
         }
         {
           absl::MutexLock lock(&router_->mu_);
@@ -261,6 +261,21 @@ bool RouterBackend::WaitAllHealthy(absl::Duration timeout) {
   return false;
 }
 
+void RouterBackend::Drain() {
+  absl::MutexLock lock(&mu_);
+  draining_ = true;
+}
+
+bool RouterBackend::WaitIdle(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(absl::Condition(
+                                  +[](std::map<std::string, std::shared_ptr<Worker>>* inflight) {
+                                    return inflight->empty();
+                                  },
+                                  &inflight_),
+                              timeout);
+}
+
 std::shared_ptr<RouterBackend::Worker> RouterBackend::PickWorker(
     const Pool& pool, const std::vector<Worker*>& tried) const {
   std::shared_ptr<Worker> best;
@@ -286,6 +301,13 @@ std::shared_ptr<RouterBackend::Worker> RouterBackend::AnyHealthyWorker() const {
 
 void RouterBackend::Generate(const v1::GenerateRequest& request, const rpc::CallInfo& call,
                              std::shared_ptr<rpc::GenerateWriter> writer) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (draining_) {
+      writer->Finish(absl::UnavailableError("router: draining, not accepting new requests"));
+      return;
+    }
+  }
   int index = -1;
   if (!request.head_variant().empty()) {
     for (size_t i = 0; i < pools_.size(); ++i) {
@@ -369,6 +391,10 @@ bool RouterBackend::Abort(const std::string& request_id) {
 
 v1::GetLoadResponse RouterBackend::GetLoad() {
   v1::GetLoadResponse total;
+  {
+    absl::MutexLock lock(&mu_);
+    total.set_draining(draining_);
+  }
   for (const auto& pool : pools_) {
     for (const auto& w : pool->workers) {
       if (!w->healthy.load()) continue;

@@ -47,6 +47,10 @@ class RouterBackend : public rpc::ServingBackend {
 
   // Blocks until every worker passed a health check or `timeout` passed; false on timeout.
   bool WaitAllHealthy(absl::Duration timeout);
+  // From now on new calls are refused (UNAVAILABLE, naming the drain) and GetLoad says draining.
+  void Drain();
+  // Blocks until no forwarded call is open or `timeout` passed; false on timeout.
+  bool WaitIdle(absl::Duration timeout);
   // Stops the health thread (before the server goes away).
   void Stop();
 
@@ -66,6 +70,7 @@ class RouterBackend : public rpc::ServingBackend {
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Worker>> inflight_ ABSL_GUARDED_BY(mu_);  // request id
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> random_state_{0x853c49e6748fea9bULL};
   std::thread health_;
 };

@@ -82,7 +82,8 @@ int Run(int argc, char** argv) {
                o.drafter_model_dir.empty() ? "none" : o.drafter_model_dir);
   twinspan::rpc::AnnounceListening(o.name, (*server)->port(), process->http->port());
 
-  twinspan::serving::DrainOnSignal("serve", f.drain_seconds, **server, stack);
+  twinspan::serving::DrainOnSignal("serve", f.drain_seconds, **server, stack,
+                                   [&router] { router.Drain(); });
   router.Stop();
   internal->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   spdlog::info("serve: stopped");

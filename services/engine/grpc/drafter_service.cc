@@ -272,7 +272,8 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
   void Propose(uint64_t stream_id, uint32_t round, const std::vector<uint32_t>& ids,
                absl::Time start) {
     if (service_->metrics_ != nullptr) {
-      service_->metrics_->RecordPropose(absl::ToDoubleSeconds(absl::Now() - start));
+      service_->metrics_->RecordPropose(service_->model_->info().head_variant,
+                                        absl::ToDoubleSeconds(absl::Now() - start));
     }
     v1::DraftReply reply;
     v1::Proposal* proposal = reply.mutable_proposal();

@@ -25,9 +25,10 @@ absl::StatusOr<TargetProcess> StartTargetProcess(const TargetFlags& flags,
 }
 
 void DrainOnSignal(const std::string& role, double drain_seconds, rpc::RunningServer& server,
-                   TargetStack& stack) {
+                   TargetStack& stack, const std::function<void()>& on_signal) {
   const int signal = rpc::WaitForTerminationSignal();
   spdlog::info("{}: signal {}, draining for up to {} s", role, signal, drain_seconds);
+  if (on_signal) on_signal();
   server.SetServing(false);
   stack.engine().Drain();
   stack.engine().WaitIdle(absl::Seconds(drain_seconds));

@@ -3,6 +3,7 @@
 #ifndef TWINSPAN_SERVICES_TARGET_SERVER_TARGET_PROCESS_H_
 #define TWINSPAN_SERVICES_TARGET_SERVER_TARGET_PROCESS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,10 +32,11 @@ struct TargetProcess {
 absl::StatusOr<TargetProcess> StartTargetProcess(const TargetFlags& flags,
                                                  DraftModelOpener open_drafter);
 
-// Blocks until SIGTERM or SIGINT, logs it as `role`, then stops taking calls on `server`, drains
-// `stack`'s engine for up to `drain_seconds` and shuts `server` down a second later.
+// Blocks until SIGTERM or SIGINT, logs it as `role`, runs `on_signal` (when set), then stops taking
+// calls on `server`, drains `stack`'s engine for up to `drain_seconds` and shuts `server` down a
+// second later.
 void DrainOnSignal(const std::string& role, double drain_seconds, rpc::RunningServer& server,
-                   TargetStack& stack);
+                   TargetStack& stack, const std::function<void()>& on_signal = {});
 
 }  // namespace twinspan::serving
 

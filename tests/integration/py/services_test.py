@@ -497,20 +497,23 @@ class ServicesTest(unittest.TestCase):
                 self.assertLess(time.time(), deadline, target.tail())
                 time.sleep(0.01)
             victim.proc.send_signal(__import__("signal").SIGTERM)
-            if victim is target:
-                deadline = time.time() + 5
-                while True:  # draining: health says NOT_SERVING and new requests are refused
-                    check = grpc.insecure_channel(target.address).unary_unary(
-                        "/grpc.health.v1.Health/Check", request_serializer=ident,
-                        response_deserializer=ident)
-                    if check(b"", timeout=5) == b"\x08\x02":
-                        break
-                    self.assertLess(time.time(), deadline)
-                    time.sleep(0.02)
-                with self.assertRaises(grpc.RpcError) as e:
-                    generate(self.stub(target), chat_request("late", max_tokens=2))
-                self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
-                self.assertIn("draining", e.exception.details())
+            # Draining, on the router as on a target: health says NOT_SERVING, GetLoad says
+            # draining, and new requests are refused with a status that says so.
+            deadline = time.time() + 5
+            while True:
+                check = grpc.insecure_channel(victim.address).unary_unary(
+                    "/grpc.health.v1.Health/Check", request_serializer=ident,
+                    response_deserializer=ident)
+                if check(b"", timeout=5) == b"\x08\x02":
+                    break
+                self.assertLess(time.time(), deadline, victim.name)
+                time.sleep(0.02)
+            self.assertTrue(self.stub(victim).GetLoad(pb.GetLoadRequest(), timeout=5).draining,
+                            victim.name)
+            with self.assertRaises(grpc.RpcError) as e:
+                generate(self.stub(victim), chat_request("late", max_tokens=2))
+            self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE, victim.name)
+            self.assertIn("draining", e.exception.details(), victim.name)
             thread.join(60)
             self.assertNotIn("error", results, results.get("error"))
             self.assertEqual(results["final"].token_sha256, want.token_sha256, victim.name)
@@ -620,7 +623,11 @@ class ServicesTest(unittest.TestCase):
 
     def test_ab_sessions_stick_to_their_variant_and_metrics_count_per_variant(self):
         router = self.stub(self.router)
+        # Each pool's worker and its drafter, as the router config and setUpClass wire them.
+        pools = {"two-span": (self.split, self.drafter), "full": (self.full, self.drafter_full)}
+        procs = [p for pair in pools.values() for p in pair]
         before = scrape(self.router.metrics_port)
+        before_workers = {p.name: scrape(p.metrics_port) for p in procs}
         seen = {}
         for s in range(16):
             key = "session-%d" % s
@@ -635,10 +642,31 @@ class ServicesTest(unittest.TestCase):
             counts[v] = counts.get(v, 0) + 2
         self.assertEqual(set(counts), {"two-span", "full"}, counts)
         after = scrape(self.router.metrics_port)
+        after_workers = {p.name: scrape(p.metrics_port) for p in procs}
         for variant, n in counts.items():
             delta = (metric_sum(after, "twinspan_router_requests_total", head_variant=variant) -
                      metric_sum(before, "twinspan_router_requests_total", head_variant=variant))
             self.assertEqual(delta, n, variant)
+        # The workers' side: each target served exactly its variant's requests with its own drafter's
+        # head, and each drafter proposed only for its own head.
+        def delta(proc, name, **labels):
+            return (metric_sum(after_workers[proc.name], name, **labels) -
+                    metric_sum(before_workers[proc.name], name, **labels))
+
+        for variant, (target, drafter) in pools.items():
+            self.assertEqual(delta(target, "twinspan_request_success_total"), counts[variant],
+                             target.name)
+            rounds = delta(target, "twinspan_spec_decode_tokens_per_round_count")
+            self.assertGreater(rounds, 0, target.name)
+            self.assertEqual(delta(target, "twinspan_spec_decode_tokens_per_round_count",
+                                   head_variant=variant), rounds, target.name)
+            proposals = delta(drafter, "twinspan_drafter_propose_seconds_count")
+            self.assertGreater(proposals, 0, drafter.name)
+            self.assertEqual(delta(drafter, "twinspan_drafter_propose_seconds_count",
+                                   head_variant=variant), proposals, drafter.name)
+            load = self.stub(target).GetLoad(pb.GetLoadRequest(), timeout=10)
+            self.assertEqual(load.head_variant, variant, target.name)
+            self.assertTrue(load.drafter_connected, target.name)
         # The session key also works as metadata, and a forced variant wins.
         _, _, a = generate(router, chat_request("hi", max_tokens=2, session="session-3"))
         req = chat_request("hi", max_tokens=2)
