@@ -13,7 +13,8 @@
 #       in the same call for before/after numbers.
 #   scripts/gpu-check.sh  or  DEST/gpu-check.sh  (on the GPU machine, with DEST carried along):
 #       unpacks DEST/device.tar.xz, runs every *_cuda_test (TESTS: a grep -E filter of their
-#       names; each stopped after TEST_TIMEOUT seconds, default 300), then twinspan_gpu_bench_old (OLD_BENCH_ARGS, default the forward and head
+#       names; each stopped after TEST_TIMEOUT seconds, default 300) and placement_test with the
+#       drafter and target on GPU 0 (and on GPUs 0 and 1 where there are two), then twinspan_gpu_bench_old (OLD_BENCH_ARGS, default the forward and head
 #       sections) if present and twinspan_gpu_bench (BENCH_ARGS; SKIP_BENCH=1 skips both), then
 #       the one-round benchmark on a synthetic 27B pair when ROUND=1 (ROUND_ARGS; the pair is made
 #       under PAIR_DIR, default /tmp/twinspan-27b, unless already there); writes logs under
@@ -32,17 +33,18 @@ if [ "${1:-}" = bundle ]; then
   # The EXL3 tests' golden data (30 and 51 MB) fill a call each, so the default leaves them out.
   only=${ONLY:-.}
   skip=${SKIP-^(target_exl3_cuda_test|exl3_linear_cuda_test)$}
-  bins=$(find "$build/tests/cuda" "$build/tools" -maxdepth 2 -type f -executable \
-    \( -name '*_cuda_test' -o -name 'twinspan_gpu_bench' -o -name 'twinspan_round_bench' \
-    -o -name 'twinspan-synth' \) 2>/dev/null | while read -r b; do
+  bins=$(find "$build/tests/cuda" "$build/tests/integration" "$build/tools" -maxdepth 2 -type f \
+    -executable \( -name '*_cuda_test' -o -name 'twinspan_gpu_bench' \
+    -o -name 'twinspan_round_bench' -o -name 'twinspan-synth' -o -name placement_test \) \
+    2>/dev/null | while read -r b; do
       n=$(basename "$b")
       if [[ $n =~ $only ]] && ! { [ -n "$skip" ] && [[ $n =~ $skip ]]; }; then echo "$b"; fi
     done)
-  # The services' end-to-end test starts the real binaries: they travel with it.
-  if [[ $bins == *services_cuda_test* ]]; then
+  # The services' end-to-end tests start the real binaries: they travel with them.
+  if [[ $bins == *services_cuda_test* || $bins == *placement_test* ]]; then
     bins="$bins $(find "$build" -maxdepth 1 -type f -executable \
       \( -name twinspan-target -o -name twinspan-drafter -o -name twinspan-serve \
-      -o -name make-demo \) 2>/dev/null)"
+      -o -name twinspan-router -o -name make-demo \) 2>/dev/null)"
   fi
   golden=""
   for b in $bins; do
@@ -113,6 +115,23 @@ for t in "$bundle"/bin/*_cuda_test; do
   echo "$line"
   grep -E '^\[  FAILED|Failure$|error|worst' "$out/$name.log" | head -20
 done
+
+# The router's placement with "gpu" fields: drafter and target on GPU 0, then on GPUs 0 and 1 when
+# there are two.
+if [ -x "$bundle/bin/placement_test" ] && [[ placement_test =~ ${TESTS:-.} ]]; then
+  placements=("0,0")
+  [ "$(nvidia-smi -L | wc -l)" -ge 2 ] && placements+=("0,1")
+  for gpus in "${placements[@]}"; do
+    start=$SECONDS
+    TWINSPAN_PLACEMENT_GPUS=$gpus timeout "${TEST_TIMEOUT:-300}" "$bundle/run" placement_test \
+      >"$out/placement_test-$gpus.log" 2>&1
+    rc=$?
+    [ $rc -eq 0 ] || status=1
+    line="placement_test (gpus $gpus): exit $rc in $((SECONDS - start)) s, $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/placement_test-$gpus.log" | tr '\n' ' ')"
+    summary+=("$line")
+    echo "$line"
+  done
+fi
 
 run_bench() {  # run_bench NAME LOG ARGS...
   local name=$1 log=$2

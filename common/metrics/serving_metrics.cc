@@ -140,6 +140,11 @@ ServingMetrics::ServingMetrics(std::shared_ptr<prometheus::Registry> registry,
                           .Help("1 when the worker's last health check passed.")
                           .Labels({{"model_name", std::string(model_name)}})
                           .Register(*registry_)),
+      restarts_(BuildCounter()
+                    .Name("twinspan_router_process_restarts_total")
+                    .Help("Launched processes started again after they exited, by launch name.")
+                    .Labels({{"model_name", std::string(model_name)}})
+                    .Register(*registry_)),
       drafter_streams_(BuildGauge()
                            .Name("twinspan_drafter_streams_open")
                            .Help("Draft streams open on this drafter.")
@@ -212,6 +217,10 @@ void ServingMetrics::RecordRetry(std::string_view head_variant, std::string_view
 
 void ServingMetrics::SetWorkerHealthy(std::string_view worker, bool healthy) {
   worker_healthy_.Add({{"worker", std::string(worker)}}).Set(healthy ? 1 : 0);
+}
+
+void ServingMetrics::RecordRestart(std::string_view process) {
+  restarts_.Add({{"process", std::string(process)}}).Increment();
 }
 
 void ServingMetrics::SetDrafterStreams(int n) { drafter_streams_.Add({}).Set(n); }

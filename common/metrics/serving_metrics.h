@@ -49,6 +49,8 @@ class ServingMetrics {
   void RecordRouted(std::string_view head_variant, std::string_view worker);
   void RecordRetry(std::string_view head_variant, std::string_view worker);
   void SetWorkerHealthy(std::string_view worker, bool healthy);
+  // A process the router launched was started again after it exited.
+  void RecordRestart(std::string_view process);
 
   // Drafter: open streams and time per proposal of its head variant.
   void SetDrafterStreams(int n);
@@ -76,6 +78,7 @@ class ServingMetrics {
   prometheus::Family<prometheus::Counter>& routed_;
   prometheus::Family<prometheus::Counter>& retries_;
   prometheus::Family<prometheus::Gauge>& worker_healthy_;
+  prometheus::Family<prometheus::Counter>& restarts_;
   prometheus::Family<prometheus::Gauge>& drafter_streams_;
   prometheus::Family<prometheus::Histogram>& propose_;
   prometheus::Family<prometheus::Counter>& drafter_errors_;

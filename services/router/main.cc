@@ -66,7 +66,10 @@ int Run(int argc, char** argv) {
     return 0;
   }
 
-  twinspan::router::ProcessLauncher launcher(OwnDirectory());
+  auto registry = std::make_shared<prometheus::Registry>();
+  twinspan::metrics::ServingMetrics metrics(registry, "router");
+  twinspan::router::ProcessLauncher launcher(
+      OwnDirectory(), {}, [&metrics](const std::string& name) { metrics.RecordRestart(name); });
   for (const auto& pool : config->pools) {
     for (const auto& spec : pool.launch) {
       if (absl::Status s = launcher.Launch(spec); !s.ok()) {
@@ -75,8 +78,6 @@ int Run(int argc, char** argv) {
       }
     }
   }
-  auto registry = std::make_shared<prometheus::Registry>();
-  twinspan::metrics::ServingMetrics metrics(registry, "router");
   auto http = twinspan::metrics::MetricsHttp::Start(config->metrics, registry);
   if (!http.ok()) {
     spdlog::error("{}", http.status().ToString());
@@ -86,7 +87,7 @@ int Run(int argc, char** argv) {
   bool any_launched = false;
   for (const auto& pool : config->pools) any_launched = any_launched || !pool.launch.empty();
   if (any_launched && !backend.WaitAllHealthy(config->startup_timeout)) {
-    for (const std::string& e : launcher.Exited()) spdlog::error("router: worker exited: {}", e);
+    for (const std::string& e : launcher.Exits()) spdlog::error("router: worker exited: {}", e);
     spdlog::error("router: workers not healthy within {}",
                   absl::FormatDuration(config->startup_timeout));
     return 1;

@@ -13,10 +13,9 @@ if(TARGET twinspan_cuda AND TARGET twinspan_target_server AND TARGET twinspan_cu
 endif()
 if(TARGET twinspan_cuda AND TARGET twinspan_proto AND TARGET twinspan-target AND
    TARGET twinspan-drafter AND TARGET twinspan-serve AND TARGET make-demo)
-  add_executable(services_cuda_test ${CMAKE_CURRENT_LIST_DIR}/services_cuda_test.cc
-    ${CMAKE_CURRENT_LIST_DIR}/service_process.cc)
+  add_executable(services_cuda_test ${CMAKE_CURRENT_LIST_DIR}/services_cuda_test.cc)
   target_link_libraries(services_cuda_test PRIVATE twinspan_proto twinspan_base
-    twinspan_cuda_testing absl::time)
+    twinspan_cuda_testing twinspan_service_process)
   # The binaries it starts are built with it.
   add_dependencies(services_cuda_test twinspan-target twinspan-drafter twinspan-serve make-demo)
 endif()

@@ -28,7 +28,7 @@
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "tests/cuda/service_process.h"
+#include "tests/testing/service_process.h"
 #include "twinspan/v1/serving.grpc.pb.h"
 
 namespace twinspan {

@@ -31,3 +31,12 @@ if(TARGET twinspan_tap_fuser AND TARGET twinspan_drafter)
     LIBS twinspan_tap_fuser twinspan_drafter twinspan_cpu_backend nlohmann_json::nlohmann_json
     LABELS integration services)
 endif()
+
+# The router's placement: it launches a drafter and a target itself (CPU here; gpu-check.sh runs the
+# same binary on GPUs).
+if(TARGET twinspan-router AND TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET make-demo)
+  twinspan_test(placement_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/placement_test.cc
+    LIBS twinspan_proto twinspan_service_process nlohmann_json::nlohmann_json
+    LABELS integration services TIMEOUT 300)
+  add_dependencies(placement_test twinspan-router twinspan-target twinspan-drafter make-demo)
+endif()

@@ -1,4 +1,4 @@
-#include "tests/cuda/service_process.h"
+#include "tests/testing/service_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -47,7 +47,7 @@ std::string ReadAll(const std::string& path) {
 
 absl::StatusOr<std::unique_ptr<ServiceProcess>> ServiceProcess::Start(
     const std::string& name, const std::string& binary, const std::vector<std::string>& args,
-    const std::string& log_dir, absl::Duration timeout) {
+    const std::string& log_dir, absl::Duration timeout, const std::string& role) {
   const std::string out = absl::StrCat(log_dir, "/", name, ".out");
   const std::string log = absl::StrCat(log_dir, "/", name, ".log");
   const pid_t pid = Spawn(binary, args, out, log);
@@ -55,13 +55,16 @@ absl::StatusOr<std::unique_ptr<ServiceProcess>> ServiceProcess::Start(
     return absl::FailedPreconditionError(absl::StrCat("cannot start ", binary));
   }
   auto process = std::unique_ptr<ServiceProcess>(new ServiceProcess(name, pid, out, log));
-  const std::regex listening("listening grpc=([0-9]+) metrics=([0-9]+)");
+  const std::regex listening(absl::StrCat(role.empty() ? "" : "(^|\n)" + role + " ",
+                                          "listening grpc=([0-9]+) metrics=([0-9]+)"));
+  const int group = role.empty() ? 1 : 2;
   const absl::Time deadline = absl::Now() + timeout;
   while (absl::Now() < deadline) {
     std::smatch m;
     const std::string text = ReadAll(out);
     if (std::regex_search(text, m, listening)) {
-      process->port_ = std::stoi(m[1].str());
+      process->port_ = std::stoi(m[group].str());
+      process->metrics_port_ = std::stoi(m[group + 1].str());
       return process;
     }
     int status = 0;
