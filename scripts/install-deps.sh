@@ -11,7 +11,7 @@ packages=(
   clang-14 libclang-rt-14-dev clang-format clang-tidy cppcheck
   prometheus
   nodejs npm
-  python3 python3-numpy python3-grpcio python3-grpc-tools python3-jinja2 python3-matplotlib
+  python3 python3-numpy python3-grpcio python3-grpc-tools python3-jinja2 python3-matplotlib python3-yaml
 )
 
 missing=()

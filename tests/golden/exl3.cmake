@@ -11,16 +11,19 @@ twinspan_test(exl3_checkpoint_golden_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/exl3_checkpoint_golden_test.cc
   LIBS twinspan_exl3_tools twinspan_config
   LABELS golden)
-# The command line on real checkpoints: must exit 0 and list the head.
+# The command line on real checkpoints: must exit 0 and list the head; a missing one exits 1 and
+# names the path.
 foreach(model exl3_qwen3_tiny exl3_qwen3_5_tiny)
   add_test(NAME exl3_tool_inspect_${model}
-    COMMAND twinspan-exl3 inspect ${TWINSPAN_GOLDEN_DIR}/${model})
-  set_tests_properties(exl3_tool_inspect_${model} PROPERTIES LABELS golden
-    PASS_REGULAR_EXPRESSION "lm_head +[0-9]+ x [0-9]+ +6 mul1")
+    COMMAND ${TWINSPAN_RUN_CHECK} --exit 0 --match "^lm_head +[0-9]+ x [0-9]+ +6 mul1"
+            -- $<TARGET_FILE:twinspan-exl3> inspect {golden}/${model})
+  set_tests_properties(exl3_tool_inspect_${model} PROPERTIES LABELS golden)
 endforeach()
 add_test(NAME exl3_tool_rejects_missing
-  COMMAND twinspan-exl3 inspect ${CMAKE_CURRENT_BINARY_DIR}/no-such-checkpoint)
-set_tests_properties(exl3_tool_rejects_missing PROPERTIES LABELS golden WILL_FAIL TRUE)
+  COMMAND ${TWINSPAN_RUN_CHECK} --exit 1
+          --match "^twinspan-exl3: .*/no-such-checkpoint: no such file or directory$"
+          -- $<TARGET_FILE:twinspan-exl3> inspect ${CMAKE_CURRENT_BINARY_DIR}/no-such-checkpoint)
+set_tests_properties(exl3_tool_rejects_missing PROPERTIES LABELS golden)
 if(TARGET twinspan_target)
   twinspan_test(exl3_dequant_model_test
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/exl3_dequant_model_test.cc

@@ -33,7 +33,7 @@ set_tests_properties(tokenizer_reference_test PROPERTIES FIXTURES_REQUIRED token
 
 # Chat templates against Jinja2 (Debian's python3-jinja2, configured as transformers does).
 add_test(NAME tokenizer_chat_reference
-  COMMAND sh -c "/usr/bin/python3 '${TWINSPAN_TOKENIZER_SCRIPTS}/render_chat.py' '${TWINSPAN_GOLDEN_DIR}/exl3_qwen3_tiny/tokenizer_config.json' '${TWINSPAN_TOKENIZER_SCRIPTS}/chat_cases.json' '${TWINSPAN_TOKENIZER_REF_DIR}/chat_qwen3.json' && /usr/bin/python3 '${TWINSPAN_TOKENIZER_SCRIPTS}/render_chat.py' '${TWINSPAN_TOKENIZER_SCRIPTS}/qwen3_5_style_template.jinja' '${TWINSPAN_TOKENIZER_SCRIPTS}/chat_cases_style.json' '${TWINSPAN_TOKENIZER_REF_DIR}/chat_style.json'")
+  COMMAND ${TWINSPAN_RUN_CHECK} -- sh -c "/usr/bin/python3 '${TWINSPAN_TOKENIZER_SCRIPTS}/render_chat.py' '{golden}/exl3_qwen3_tiny/tokenizer_config.json' '${TWINSPAN_TOKENIZER_SCRIPTS}/chat_cases.json' '${TWINSPAN_TOKENIZER_REF_DIR}/chat_qwen3.json' && /usr/bin/python3 '${TWINSPAN_TOKENIZER_SCRIPTS}/render_chat.py' '${TWINSPAN_TOKENIZER_SCRIPTS}/qwen3_5_style_template.jinja' '${TWINSPAN_TOKENIZER_SCRIPTS}/chat_cases_style.json' '${TWINSPAN_TOKENIZER_REF_DIR}/chat_style.json'")
 set_tests_properties(tokenizer_chat_reference PROPERTIES FIXTURES_SETUP tokenizer_chat_data
   LABELS "golden;tokenizer" TIMEOUT 120)
 

@@ -7,6 +7,6 @@ add_test(NAME train_py_test
   "${TWINSPAN_TRAIN_PY}" ${CMAKE_SOURCE_DIR})
 set_tests_properties(train_py_test PROPERTIES TIMEOUT 300 LABELS "unit;python" SKIP_RETURN_CODE 77)
 add_test(NAME train_golden_py_test
-  COMMAND sh -c "/usr/bin/python3 -c \"$0\" && exec /usr/bin/python3 \"$1\"/tools/train/check_golden.py \"$2\""
-  "${TWINSPAN_TRAIN_PY}" ${CMAKE_SOURCE_DIR} ${TWINSPAN_GOLDEN_DIR})
+  COMMAND ${TWINSPAN_RUN_CHECK} -- sh -c "/usr/bin/python3 -c \"$0\" && exec /usr/bin/python3 \"$1\"/tools/train/check_golden.py \"$2\""
+  "${TWINSPAN_TRAIN_PY}" ${CMAKE_SOURCE_DIR} {golden})
 set_tests_properties(train_golden_py_test PROPERTIES TIMEOUT 300 LABELS "golden;python" SKIP_RETURN_CODE 77)
