@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+# Only the three services: the tests and tools are not needed to answer a request.
+TARGETS="twinspan-drafter twinspan-target twinspan-router" scripts/build.sh
 build=${BUILD_DIR:-build}
 work=$(mktemp -d "${TMPDIR:-/tmp}/twinspan-demo.XXXXXX")
 pids=()
