@@ -469,18 +469,38 @@ class ServicesTest(unittest.TestCase):
             server.stop(0)
 
     def test_sigterm_drains_target_and_router(self):
+        # A drafter that never answers paces the target at one token per 40 ms draft timeout, so
+        # the request is still running while the test watches the drain, on any machine's speed.
         c = self.cluster
-        target = c.target("target-drain", self.models, parallel=1)
+        silent, silent_address = self.silent_drafter()
+
+        def start_target(name):
+            t = c.target(name, self.models, drafter=silent_address, parallel=1,
+                         draft_timeout_ms=40)
+            deadline = time.time() + 20
+            while not self.stub(t).ModelInfo(pb.ModelInfoRequest(), timeout=10).drafter_connected:
+                self.assertLess(time.time(), deadline, t.tail())
+                time.sleep(0.05)
+            return t
+
+        def start_router(name, target):
+            with open(config, "w") as f:
+                json.dump({"pools": [{"variant": "none", "weight": 1,
+                                      "workers": [target.address]}],
+                           "health_interval_ms": 100}, f)
+            r = c.router(name, config)
+            self.wait_router_healthy(r)
+            return r
+
         config = os.path.join(self.work, "router-drain.json")
-        with open(config, "w") as f:
-            json.dump({"pools": [{"variant": "none", "weight": 1, "workers": [target.address]}],
-                       "health_interval_ms": 100}, f)
-        router = c.router("router-drain", config)
-        self.wait_router_healthy(router)
-        req = chat_request("drain gently", max_tokens=120, draft=False)
-        _, _, want = generate(self.stub(self.plain), req)
+        target = start_target("target-drain")
+        router = start_router("router-drain", target)
+        req = chat_request("drain gently", max_tokens=60)
+        _, _, want = generate(self.stub(self.plain), chat_request("drain gently", max_tokens=60,
+                                                                   draft=False))
         ident = lambda b: b  # noqa: E731
-        for victim in (target, router):
+        for role in ("target", "router"):
+            victim = target if role == "target" else router
             results = {}
 
             def run():
@@ -514,20 +534,18 @@ class ServicesTest(unittest.TestCase):
                 generate(self.stub(victim), chat_request("late", max_tokens=2))
             self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE, victim.name)
             self.assertIn("draining", e.exception.details(), victim.name)
+            self.assertEqual(self.stub(target).GetLoad(pb.GetLoadRequest(), timeout=5).running,
+                             1, "the drain did not wait for the running request")
             thread.join(60)
             self.assertNotIn("error", results, results.get("error"))
             self.assertEqual(results["final"].token_sha256, want.token_sha256, victim.name)
             self.assertEqual(victim.proc.wait(30), 0, victim.tail())
-            if victim is target:  # bring a target back for the router's turn
-                target = c.target("target-drain-2", self.models, parallel=1)
-                with open(config, "w") as f:
-                    json.dump({"pools": [{"variant": "none", "weight": 1,
-                                          "workers": [target.address]}],
-                               "health_interval_ms": 100}, f)
+            if role == "target":  # a new target, and a router pointing at it, for the router's turn
+                target = start_target("target-drain-2")
                 router.stop()
-                router = c.router("router-drain-2", config)
-                self.wait_router_healthy(router)
+                router = start_router("router-drain-2", target)
         target.stop()
+        silent.stop(0)
 
     # --- fused and bf16 taps ---------------------------------------------------------------------
 

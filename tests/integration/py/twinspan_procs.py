@@ -105,10 +105,11 @@ class Cluster:
             os.path.join(models, "target"), "--head-variant", head,
             "--listen", "127.0.0.1:%d" % port, "--metrics", "127.0.0.1:0", "--threads", "1"])
 
-    def target(self, name, models, drafter=None, in_process_drafter=False, parallel=4, extra=()):
+    def target(self, name, models, drafter=None, in_process_drafter=False, parallel=4, extra=(),
+               draft_timeout_ms=2000):
         args = ["--model", os.path.join(models, "target"), "--listen", "127.0.0.1:0",
                 "--metrics", "127.0.0.1:0", "--name", name, "--parallel", str(parallel),
-                "--threads", "1", "--context", "1024", "--draft-timeout-ms", "2000"]
+                "--threads", "1", "--context", "1024", "--draft-timeout-ms", str(draft_timeout_ms)]
         if drafter is not None:
             args += ["--drafter", drafter]
         if in_process_drafter:
