@@ -159,6 +159,8 @@ void AddConnectionOptions(CLI::App* app, Connection* c) {
 
 }  // namespace
 
+// CLI11_PARSE catches CLI11's own exceptions; any other (bad_alloc) should end the program.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   CLI::App app{"Probe a Twinspan server: gRPC health, or one Generate request"};
   app.require_subcommand(1);
