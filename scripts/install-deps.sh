@@ -10,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev prometheus-cpp-dev
   clang-14 libclang-rt-14-dev clang-format clang-tidy cppcheck
   prometheus
+  podman runc mmdebstrap eatmydata
   nodejs npm
   python3 python3-numpy python3-grpcio python3-grpc-tools python3-jinja2 python3-matplotlib python3-yaml
 )

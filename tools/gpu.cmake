@@ -1,7 +1,7 @@
 # GPU tools: the benchmark of the CUDA backend (tools/gpu/). Built with the CUDA backend only.
 if(TARGET twinspan_cuda AND TARGET twinspan_exl3)
   add_library(twinspan_gpu_synthetic STATIC ${CMAKE_CURRENT_LIST_DIR}/gpu/synthetic.cu)
-  target_link_libraries(twinspan_gpu_synthetic PUBLIC CUDA::cudart)
+  target_link_libraries(twinspan_gpu_synthetic PUBLIC CUDA::cudart_static)
   twinspan_cuda_target(twinspan_gpu_synthetic)
   add_executable(twinspan_gpu_bench ${CMAKE_CURRENT_LIST_DIR}/gpu/gpu_bench.cc
     ${CMAKE_CURRENT_LIST_DIR}/gpu/decode_bound.cu)
