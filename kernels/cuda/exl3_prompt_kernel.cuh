@@ -2,14 +2,12 @@
 //
 // Algorithm. The decode kernel (exl3_linear_kernel.cuh) decodes every weight tile once per launch
 // of at most 64 rows, so a prompt decodes the weights once per 64 rows and spreads its sums over
-// per-group partials. Here a block owns a tile of 64 rows x 256 columns (two 128-column blocks):
-// each of its 8 warps streams one tile pair (2 tiles of 16 columns, the decode kernel's 2-tile
-// items) through the tile's k-tiles, decodes each tile once into the mma A fragment and multiplies
-// it with the 8 row groups of the block (8 mma a tile), so a decoded weight serves 64 rows. The
-// rows' B fragments (rotated once for the launch by PromptRotateKernel) stream through shared
-// memory in stages of 8 k-tiles, shared by the 8 warps. Two blocks an SM (16 warps, at most 128
-// registers each): 4 warps of 255 registers an SM left the schedulers without eligible warps half
-// the time (ncu, H200, docs/perf.md).
+// per-group partials. Here a block owns a tile of 64 rows x 256 columns (two 128-column blocks)
+// over the whole of k: each of its 4 warps streams one half-strip (4 tiles of 16 columns) through
+// every k-tile, decodes each tile once into the mma A fragment and multiplies it with the 8 row
+// groups of the block (8 mma a tile), so a decoded weight serves 64 rows and the tensor cores,
+// not the decode, set the pace. The rows' B fragments (rotated once for the launch by
+// PromptRotateKernel) stream through shared memory in stages of 8 k-tiles, shared by the 4 warps.
 //
 // Sum order: exactly the decode kernel's (row-invariant, bit for bit): each group of L k-tiles is
 // one mma chain from zero; split s = ((g(s,0) + g(s,1)) + ...) folded in warp order (the "rounds"
@@ -26,15 +24,15 @@
 
 namespace twinspan::cuda::exl3_kernel {
 
-constexpr int kPromptWarps = 8;      // Tile pairs (32 columns) of a block: 2 column blocks.
+constexpr int kPromptWarps = 4;      // Half-strips (64 columns) of a block: 2 column blocks.
 constexpr int kPromptRowGroups = 8;  // Row groups of 8 a block: 64 rows.
 constexpr int kPromptRows = 8 * kPromptRowGroups;
 constexpr int kPromptStageKtiles = 8;  // k-tiles of B fragments per shared-memory stage.
 constexpr int kPromptRotateWarps = 8;  // Per block of the rotation kernel.
 // B fragment words of one stage (kPromptStageKtiles k-tiles x 8 row groups x 64 words).
 constexpr int kPromptStageWords = kPromptStageKtiles * kPromptRowGroups * 64;
-// Shared words of one warp's running split sums (its 2 x 8 x 4 accumulators per lane).
-constexpr int kPromptFoldWords = 2 * kPromptRowGroups * 4 * 32;
+// Shared words of one warp's running split sums (its 4 x 8 x 4 accumulators per lane).
+constexpr int kPromptFoldWords = 4 * kPromptRowGroups * 4 * 32;
 
 // Dynamic shared memory of a prompt block: two B stages, and the fold of a split's groups when
 // it has more than one.
@@ -43,9 +41,7 @@ __host__ __device__ constexpr int PromptSmemBytes(int wk) {
 }
 
 // Register stages of a warp's weight stream: 4 k-tiles ahead up to 4 words a lane, else 2.
-__host__ __device__ constexpr int PromptPrefetchSteps(int K) {
-  return exl3_bits::PairLoadWords(K) <= 4 ? 4 : 2;
-}
+__host__ __device__ constexpr int PromptPrefetchSteps(int K) { return K <= 4 ? 4 : 2; }
 
 // An L2 policy for weights that several blocks read (the row tiles of one column tile).
 __device__ __forceinline__ uint64_t EvictNormalPolicy() {
@@ -88,8 +84,7 @@ __global__ void __launch_bounds__(32 * kPromptWarps, 2)
     PromptKernel(const __grid_constant__ PromptParams pp) {
   constexpr int D = PromptPrefetchSteps(K);
   constexpr int V = Exl3VectorWords(K);
-  constexpr int SW = exl3_bits::PairLoadWords(K);  // Words a lane loads per k-tile.
-  constexpr int kStrip = 32 * K;                    // Words of one half-strip.
+  constexpr int kStrip = 32 * K;  // Words of one half-strip.
   static_assert(kPromptStageKtiles % D == 0, "register stages align with shared stages");
   const LinearParams& p = pp.part.p;
   const Segment* seg = pp.part.seg;
@@ -100,9 +95,7 @@ __global__ void __launch_bounds__(32 * kPromptWarps, 2)
   const int row_tiles = (p.m + kPromptRows - 1) / kPromptRows;
   const int bid = static_cast<int>(blockIdx.x);
   const int rt = bid % row_tiles, unit = bid / row_tiles % units, ct = bid / row_tiles / units;
-  // This warp's tiles: pair `pair` (tiles 2 pair, 2 pair + 1) of half-strip `half` (global:
-  // 2 * column block + half), as the decode kernel's 2-tile items.
-  const int half = ct * (kPromptWarps / 2) + (warp >> 1), pair = warp & 1;
+  const int half = ct * kPromptWarps + warp;  // Global half index: 2 * column block + half.
   const int b = half >> 1;
   const bool active = b < p.nb;  // The last column tile may hold one column block.
   // The unit's groups [g0, g0 + G / units) and k-tiles [t0, t0 + ktiles); ktiles % 8 == 0.
@@ -114,23 +107,11 @@ __global__ void __launch_bounds__(32 * kPromptWarps, 2)
   const uint32_t* strip =
       sg.trellis +
       (static_cast<int64_t>((active ? b - sg.first : 0) * 2 + (half & 1)) * kt + t0) * kStrip;
-  // The pair's first natural word (even K: p * K / 2), as the decode kernel's lane_start.
-  const uint32_t* pf = K % 2 == 0 ? strip + Exl3LaneWordOffset(K, lane, pair ? K / 2 : 0)
-                                  : strip + lane * V;
-  const int k6_o1 = pair ? 63 : 1;              // K = 6: a pair's 2nd word from its 1st.
+  const uint32_t* pf = strip + lane * V;
   const uint64_t policy = EvictNormalPolicy();  // Other row tiles read these words from L2.
-  auto load = [&](uint32_t(&dst)[SW]) {
-    if constexpr (K % 2 == 1) {
+  auto load = [&](uint32_t(&dst)[K]) {
 #pragma unroll
-      for (int v = 0; v < K / V; ++v) LoadVector<V>(pf + v * 32 * V, dst + v * V, policy);
-    } else if constexpr (K % 4 == 0 || K == 2) {
-      LoadVector<SW>(pf, dst, policy);  // Contiguous: 2 or 4 words of one vector, or 1 word.
-    } else {
-      static_assert(K == 6, "even K is 2, 4, 6 or 8");
-      LoadVector<1>(pf, dst, policy);
-      LoadVector<1>(pf + k6_o1, dst + 1, policy);
-      LoadVector<1>(pf + 64, dst + 2, policy);
-    }
+    for (int v = 0; v < K / V; ++v) LoadVector<V>(pf + v * 32 * V, dst + v * V, policy);
     pf += kStrip;
   };
   const uint32_t stage_bytes = kPromptStageKtiles * kStrip * 4;
@@ -138,7 +119,7 @@ __global__ void __launch_bounds__(32 * kPromptWarps, 2)
   if (active)  // Two stages of weights into L2, then D k-tiles into registers.
     PrefetchL2(strip, static_cast<uint32_t>(strip_bytes < 2 * stage_bytes ? strip_bytes
                                                                           : 2 * stage_bytes));
-  uint32_t buf[D][SW];
+  uint32_t buf[D][K];
 #pragma unroll
   for (int d = 0; d < D; ++d)
     if (active) load(buf[d]);
@@ -162,9 +143,9 @@ __global__ void __launch_bounds__(32 * kPromptWarps, 2)
     asm volatile("cp.async.commit_group;\n" ::);
   };
 
-  float acc[2][kPromptRowGroups][4];
+  float acc[4][kPromptRowGroups][4];
 #pragma unroll
-  for (int t = 0; t < 2; ++t)
+  for (int t = 0; t < 4; ++t)
 #pragma unroll
     for (int g = 0; g < kPromptRowGroups; ++g)
 #pragma unroll
@@ -180,12 +161,12 @@ __global__ void __launch_bounds__(32 * kPromptWarps, 2)
   const int ldz = p.rounds ? p.nb * 128 : 128;
   const int64_t zstride = static_cast<int64_t>(p.m) * ldz;
   float* const zlane = p.z + (p.rounds ? b * 128 : static_cast<int64_t>(b) * G * p.m * 128) +
-                       (half & 1) * 64 + pair * 32 + (rt * kPromptRows + 2 * tig) * ldz + gid;
+                       (half & 1) * 64 + (rt * kPromptRows + 2 * tig) * ldz + gid;
   auto finish_group = [&](int g) {
     const int s = g / wk, w = g - s * wk;
     if (p.rounds && w + 1 < wk) {
 #pragma unroll
-      for (int t = 0; t < 2; ++t)
+      for (int t = 0; t < 4; ++t)
 #pragma unroll
         for (int r = 0; r < kPromptRowGroups; ++r)
 #pragma unroll
@@ -198,7 +179,7 @@ __global__ void __launch_bounds__(32 * kPromptWarps, 2)
       const bool fold = p.rounds && wk > 1;
       const int rows_left = p.m - rt * kPromptRows - 2 * tig;  // Rows of this lane still real.
 #pragma unroll
-      for (int t = 0; t < 2; ++t)
+      for (int t = 0; t < 4; ++t)
 #pragma unroll
         for (int r = 0; r < kPromptRowGroups; ++r)
 #pragma unroll
@@ -212,7 +193,7 @@ __global__ void __launch_bounds__(32 * kPromptWarps, 2)
           }
     }
 #pragma unroll
-    for (int t = 0; t < 2; ++t)
+    for (int t = 0; t < 4; ++t)
 #pragma unroll
       for (int r = 0; r < kPromptRowGroups; ++r)
 #pragma unroll
@@ -249,7 +230,7 @@ __global__ void __launch_bounds__(32 * kPromptWarps, 2)
             asm volatile("ld.shared.v2.u32 {%0,%1}, [%2];\n"
                          : "=r"(bx[g][0]), "=r"(bx[g][1])
                          : "r"(xaddr + 4 * (j * kPromptRowGroups + g) * 64));
-          StepMma<CB, K, kPromptRowGroups, 2>(buf[d], pair, lane, bx, acc);
+          StepMma<CB, K, kPromptRowGroups, 4>(buf[d], 0, lane, bx, acc);
           if (t + D < ktiles) load(buf[d]);
           if (t + 1 == next_end) {
             finish_group(group);
