@@ -44,7 +44,8 @@ struct Context {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   // Tests and tuning only; none changes a bit of the output. Schedule: 0 picks per launch,
-  // 1 forces warp units, 2 forces rounds (4-tile items, up to 16 rows). Blocks per SM: 0 or 1 one
+  // 1 forces warp units, 2 forces rounds (4-tile items, up to 16 rows); on the prompt path 1 cuts
+  // every tile's k into plan groups, 2 never cuts it. Blocks per SM: 0 or 1 one
   // block with all the SM's warps, 2 two blocks of half as many. L2 prefetch: 0 automatic, -1
   // off, else half-strips ahead. Rotation kernel: 0 only where shared memory is short, 1 always
   // above 16 rows. Warps: 0 as many as the kernel holds, else at most this many per block. Item
@@ -65,8 +66,9 @@ struct Context {
   int q4_columns = 0;
 };
 
-// Rows from which Exl3Linear takes the prompt path by default: above one 64-row launch.
-inline constexpr int64_t kExl3PromptRows = 65;
+// Rows from which Exl3Linear takes the prompt path by default: on the H200 it overtakes 64-row
+// launches between 65 rows (50.6 against ~44 ms for the 27B's body) and 128 (54.0 against 71.0).
+inline constexpr int64_t kExl3PromptRows = 96;
 
 // y[rows, n] = x[rows, k] @ W, x and y device fp32, row strides x_stride and y_stride in floats.
 // Same arithmetic as cpu::Exl3Linear except the order of the fp32 sums inside a group of k-tiles

@@ -441,8 +441,8 @@ TEST(Exl3LinearCuda, PromptPathGivesEveryRowItsDecodeKernelBitsForEveryPlan) {
 }
 
 TEST(Exl3LinearCuda, PromptInChunksEqualsThePromptWholeAndEachRowAlone) {
-  // Chunked prefill: rows [0, 300) at once (one prompt launch), as 65 + 100 + 135 rows (prompt
-  // launches of other sizes) and row by row must agree bit for bit.
+  // Chunked prefill: rows [0, 300) at once (one prompt launch), as 65 + 100 + 135 rows (64-row
+  // launches, then prompt launches of other sizes) and row by row must agree bit for bit.
   const HostWeight h = RandomWeight(2048, 384, 4, Exl3Codebook::kMul1, 812);
   DeviceWeight d = ToDevice(h, 8, 2);
   constexpr int64_t kRows = 300;
@@ -652,7 +652,7 @@ TEST(Exl3LinearCuda, WeightsOfOneInputInOneLaunchGiveEachItsOwnBits) {
   int cases = 0;
   for (const int bits : {3, 4, 6}) {
     const Trio t = MakeTrio(bits, Exl3Codebook::kMul1, 60 + bits);
-    for (const int64_t rows : {1, 5, 8, 9, 16, 17, 40, 64, 70}) {
+    for (const int64_t rows : {1, 5, 8, 9, 16, 17, 40, 64, 70, 130}) {  // 130: the prompt path.
       const std::vector<float> x = RandomRows(rows, 1024, 70 + rows);
       std::vector<std::vector<float>> want;
       for (const DeviceWeight& d : t.device) want.push_back(RunOnce(d.view, x, rows));
@@ -685,7 +685,7 @@ TEST(Exl3LinearCuda, WeightsOfOneInputInOneLaunchGiveEachItsOwnBits) {
       }
     }
   }
-  EXPECT_GE(cases, 3 * 9 * 2 * 2);  // At least automatic and alone everywhere.
+  EXPECT_GE(cases, 3 * 10 * 2 * 2);  // At least automatic and alone everywhere.
 }
 
 TEST(Exl3LinearCuda, SeveralWeightsRejectMismatchedWeightsAndBadOutputs) {
