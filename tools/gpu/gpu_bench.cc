@@ -508,7 +508,7 @@ class Bench {
       cuda::Context ctx = context();
       ctx.workspace = workspace;
       ctx.workspace_bytes = ws_bytes;
-      ctx.exl3_prompt_rows = prompt ? 0 : -1;
+      ctx.exl3_prompt_rows = prompt ? 1 : -1;  // Every row count on the path asked for.
       for (const auto& g : ws) {
         std::vector<cuda::Exl3LinearOutput> outs(g.size());
         for (size_t i = 0; i < g.size(); ++i) outs[i] = {&g[i], y, g[i].n};  // Timing only.
