@@ -15,6 +15,11 @@
 // rounds layout and the block's Epilogue (the decode kernel's own) folds them in split order, runs
 // the output Hadamard, svh and bias and writes the kept columns. Rows never mix, so a row's bits
 // are the ones it gets alone (tests/cuda/exl3_linear_cuda_test.cc).
+//
+// Measured (H200, docs/perf.md, 2026-12-04, `twinspan_gpu_bench --sections prompt`): the 27B's 400
+// body linears at 4,096 rows in 977 ms (204 TFLOP/s; 64-row launches 2,267 ms), at 256 rows in 85
+// ms (142). ncu: 255 registers (12-32 bytes spilled), 2 warps a scheduler with 0.68 eligible,
+// tensor pipe 36% busy; 16 warps of tile pairs instead were 7-8% slower from 1,024 rows.
 #ifndef TWINSPAN_KERNELS_CUDA_EXL3_PROMPT_KERNEL_CUH_
 #define TWINSPAN_KERNELS_CUDA_EXL3_PROMPT_KERNEL_CUH_
 
@@ -144,12 +149,15 @@ __global__ void __launch_bounds__(32 * kPromptWarps, 2)
   };
 
   float acc[4][kPromptRowGroups][4];
+  auto zero_acc = [&]() {  // A group's mma chain starts from zero, as in the decode kernel.
 #pragma unroll
-  for (int t = 0; t < 4; ++t)
+    for (int t = 0; t < 4; ++t)
 #pragma unroll
-    for (int g = 0; g < kPromptRowGroups; ++g)
+      for (int g = 0; g < kPromptRowGroups; ++g)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) acc[t][g][i] = 0.f;
+        for (int i = 0; i < 4; ++i) acc[t][g][i] = 0.f;
+  };
+  zero_acc();
 
   // Ends group g. Rounds layout: the rounds fold of its split in this thread's shared sums, the
   // split's partial to z at the split's last group. Units layout: the group's partial to z. Then
@@ -192,12 +200,7 @@ __global__ void __launch_bounds__(32 * kPromptWarps, 2)
             if (row < rows_left) __stcg(zs + row * ldz + 16 * t + 8 * (e >> 1), v);
           }
     }
-#pragma unroll
-    for (int t = 0; t < 4; ++t)
-#pragma unroll
-      for (int r = 0; r < kPromptRowGroups; ++r)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[t][r][i] = 0.f;
+    zero_acc();
   };
 
   const int stages = ktiles / kPromptStageKtiles;
