@@ -394,11 +394,14 @@ class CudaBackend final : public backend::Backend {
   }
 
   cudaStream_t stream() const { return stream_; }
+  // Benchmarks only (CudaBackendExl3PromptRows); the backend is single-threaded by contract.
+  void set_exl3_prompt_rows(int rows) { exl3_prompt_rows_ = rows; }
 
  private:
   Context Ctx() const {
     Context ctx;
     ctx.stream = stream_;
+    ctx.exl3_prompt_rows = exl3_prompt_rows_;
     return ctx;
   }
 
@@ -445,6 +448,7 @@ class CudaBackend final : public backend::Backend {
   const cudaMemPool_t pool_;
   // Used by the issuing thread only (the backend is single-threaded by contract).
   std::unique_ptr<backend::Buffer> exl3_workspace_;
+  int exl3_prompt_rows_ = 0;  // Context::exl3_prompt_rows of every EXL3 call.
   CudaWeightStore weights_;
 };
 
@@ -484,6 +488,20 @@ absl::StatusOr<std::unique_ptr<backend::Backend>> NewCudaBackend(
                           ? options.upload_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::make_unique<CudaBackend>(options.device, stream, pool, threads);
+}
+
+absl::Status SetCudaBackendExl3PromptRows(backend::Backend& backend, int rows) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&backend);
+  if (cuda == nullptr) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SetCudaBackendExl3PromptRows: the %s backend is not a CUDA backend", backend.name()));
+  }
+  if (rows < -1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("SetCudaBackendExl3PromptRows: rows %d, need -1, 0 or a count", rows));
+  }
+  cuda->set_exl3_prompt_rows(rows);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<cudaStream_t> CudaBackendStream(const backend::Backend& backend) {

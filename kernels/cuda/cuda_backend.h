@@ -39,6 +39,12 @@ absl::StatusOr<std::unique_ptr<backend::Backend>> NewCudaBackend(const CudaBacke
 // another backend. The stream lives as long as the backend.
 absl::StatusOr<cudaStream_t> CudaBackendStream(const backend::Backend& backend);
 
+// Sets cuda::Context::exl3_prompt_rows for the backend's EXL3 calls from now on (0: the default
+// kExl3PromptRows, -1: prompts as 64-row launches), so a benchmark times both paths on one loaded
+// model; the bits are the same. InvalidArgument for another backend or rows < -1. REQUIRES: no
+// call of the backend in flight on another thread.
+absl::Status SetCudaBackendExl3PromptRows(backend::Backend& backend, int rows);
+
 }  // namespace twinspan::cuda
 
 #endif  // TWINSPAN_KERNELS_CUDA_CUDA_BACKEND_H_

@@ -342,7 +342,11 @@ void FillPart(const Part& part, const Shape& s, const WorkspaceLayout& layout, i
 size_t WorkspaceBytes(const Part* parts, int count, int64_t rows) {
   Shape shapes[ek::kMaxParts];
   if (!ShapesOf("Exl3 workspace", parts, count, shapes).ok()) return 0;
-  return Layout(shapes, count, std::max<int64_t>(rows, 1)).total;
+  const WorkspaceLayout layout = Layout(shapes, count, std::max<int64_t>(rows, 1));
+  // The prompt path's (from kExl3PromptRows; a Context that forces it on fewer rows sizes its own).
+  return rows < kExl3PromptRows
+             ? layout.total
+             : std::max(layout.total, PromptWorkspaceBytes(parts, count, rows, layout.xs));
 }
 
 absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_stride, int64_t rows,
@@ -377,6 +381,9 @@ absl::Status Run(const char* op, const Context& ctx, const float* x, int64_t x_s
   ABSL_RETURN_IF_ERROR(CudaStatus(op, cudaGetDevice(&device), "cudaGetDevice"));
   ABSL_RETURN_IF_ERROR(CudaStatus(
       op, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "SM count"));
+  const int64_t prompt_rows = ctx.exl3_prompt_rows == 0 ? kExl3PromptRows : ctx.exl3_prompt_rows;
+  if (ctx.exl3_prompt_rows >= 0 && rows >= prompt_rows && PromptFits(parts, count, device))
+    return RunPrompt(op, ctx, x, x_stride, rows, parts, count, device, layout.xs);
   char* ws = static_cast<char*>(ctx.workspace);
   const int bits = shapes[0].bits;
   const int l2_ahead = ctx.exl3_l2_ahead == 0 ? std::max(4, kL2AheadBytes / (128 * bits))

@@ -1,5 +1,6 @@
 // EXL3 linear on the GPU: y = x @ W for an EXL3-quantized weight, 1..64 rows per launch (decode and
-// verify windows); more rows run as consecutive 64-row launches. Twin of kernels/cpu/exl3_linear.h.
+// verify windows); more rows (prompts, many streams' windows) take the prompt path, which decodes
+// each weight tile once per 64 rows for the tensor cores. Twin of kernels/cpu/exl3_linear.h.
 //
 // Row-invariant: the reduction order depends on (k, plan) only, so every row gets the bits it gets
 // when it runs alone, and a column view (exl3 Weight::columns) gives bit for bit the parent's
@@ -43,7 +44,8 @@ struct Context {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   // Tests and tuning only; none changes a bit of the output. Schedule: 0 picks per launch,
-  // 1 forces warp units, 2 forces rounds (4-tile items, up to 16 rows). Blocks per SM: 0 or 1 one
+  // 1 forces warp units, 2 forces rounds (4-tile items, up to 16 rows); on the prompt path 1 cuts
+  // every tile's k into plan groups, 2 never cuts it. Blocks per SM: 0 or 1 one
   // block with all the SM's warps, 2 two blocks of half as many. L2 prefetch: 0 automatic, -1
   // off, else half-strips ahead. Rotation kernel: 0 only where shared memory is short, 1 always
   // above 16 rows. Warps: 0 as many as the kernel holds, else at most this many per block. Item
@@ -56,9 +58,17 @@ struct Context {
   int exl3_item_tiles = 0;
   // 1: Exl3Linears launches each weight on its own (the A/B of one launch for all).
   int exl3_separate = 0;
+  // Rows from which a call takes the prompt path (each weight tile decoded once per 64 rows and
+  // multiplied with all of them): 0 from kExl3PromptRows, -1 never (64-row launches), else this
+  // many. Same bits either way.
+  int exl3_prompt_rows = 0;
   // Q4Linear's output columns per warp: 0 picks by shape, else 1, 2 or 4 (same bits).
   int q4_columns = 0;
 };
+
+// Rows from which Exl3Linear takes the prompt path by default: on the H200 it overtakes 64-row
+// launches between 65 rows (50.6 against ~44 ms for the 27B's body) and 128 (54.0 against 71.0).
+inline constexpr int64_t kExl3PromptRows = 96;
 
 // y[rows, n] = x[rows, k] @ W, x and y device fp32, row strides x_stride and y_stride in floats.
 // Same arithmetic as cpu::Exl3Linear except the order of the fp32 sums inside a group of k-tiles

@@ -29,6 +29,19 @@ struct Part {
 // Workspace bytes for the parts (matrices of one k, K and codebook) at up to `rows` rows.
 size_t WorkspaceBytes(const Part* parts, int count, int64_t rows);
 
+// The prompt path (exl3_prompt.cu): bytes of workspace past `offset` (where the decode kernel's
+// counters end) for the parts at up to `rows` rows under Context::exl3_schedule `schedule`.
+size_t PromptWorkspaceBytes(const Part* parts, int count, int64_t rows, size_t offset,
+                            int schedule = 0);
+
+// Whether the device holds the prompt kernel's blocks for these parts (their shared memory).
+bool PromptFits(const Part* parts, int count, int device);
+
+// Runs already validated parts on the prompt path: per launch of up to 4,096 rows each part's rows
+// rotated once, then one PromptKernel launch. ResourceExhausted for a small workspace.
+absl::Status RunPrompt(const char* op, const Context& ctx, const float* x, int64_t x_stride,
+                       int64_t rows, const Part* parts, int count, int device, size_t offset);
+
 // Validates and launches: the parts side by side in one launch per 64 rows where their schedules
 // fit so (Context::exl3_separate unset), else one after another. `op` names the public entry in
 // error messages.

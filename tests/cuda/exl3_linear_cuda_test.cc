@@ -1,8 +1,9 @@
 // GPU tests of kernels/cuda/exl3_linear and exl3_span_linear: exllamav3's golden outputs, an
 // independent dense reference built from the golden codebook tables on random trellis (never
 // zeros), the CPU op on every codebook, width and row count, row invariance bit for bit for 1..100
-// rows, column views and the packed span head bit-equal to the parent's columns, and argument
-// errors. Needs a GPU: run through scripts/gpu-check.sh, not ctest.
+// rows, the prompt path bit-equal to the decode kernel (every plan, chunked or whole), column
+// views and the packed span head bit-equal to the parent's columns, and argument errors. Needs a
+// GPU: run through scripts/gpu-check.sh, not ctest.
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -384,13 +385,112 @@ TEST(Exl3LinearCuda, EveryRowCountGivesEachRowItsOneRowBits) {
     }
 }
 
+// ---- the prompt path -------------------------------------------------------------------------
+
+// y for `rows` rows with Context::exl3_prompt_rows = prompt_rows (-1: 64-row launches only) and
+// exl3_schedule = schedule (on the prompt path 1: a plan group a work unit, 2: the whole of k).
+std::vector<float> RunPromptRows(const Exl3DeviceWeight& w, const std::vector<float>& x,
+                                 int64_t rows, int prompt_rows, int schedule = 0) {
+  auto xd = Upload(x);
+  DeviceBuffer yd(rows * w.n * sizeof(float));
+  cudaMemset(yd.get(), 0xFF, yd.bytes());  // Poison: an unwritten element shows as NaN.
+  Runner runner;
+  Context ctx = runner.context(schedule);
+  ctx.exl3_prompt_rows = prompt_rows;
+  const absl::Status s = Exl3Linear(ctx, xd->as<float>(), w.k, rows, w, yd.as<float>(), w.n);
+  EXPECT_TRUE(s.ok()) << s;
+  std::vector<float> y(rows * w.n);
+  EXPECT_EQ(cudaMemcpy(y.data(), yd.get(), yd.bytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return y;
+}
+
+TEST(Exl3LinearCuda, PromptPathGivesEveryRowItsDecodeKernelBitsForEveryPlan) {
+  // The prompt kernel runs each plan group's mma chain and the rounds fold of the decode kernel,
+  // so each row must come out as from 64-row launches (themselves each row's one-row bits), for
+  // every codebook, K and plan, and whether a tile's k is cut into splits (automatic on these
+  // few tiles where the plan has several), plan groups (schedule 1) or not at all (schedule 2);
+  // 5 column blocks leave the last column tile half empty, and 17, 40 and 130 rows leave row
+  // tiles partly empty.
+  int cases = 0;
+  for (Exl3Codebook cb : {Exl3Codebook::k3inst, Exl3Codebook::kMcg, Exl3Codebook::kMul1})
+    for (int K : {1, 2, 3, 4, 5, 6, 7, 8}) {
+      const HostWeight h = RandomWeight(1024, 640, K, cb, 5100 + 10 * K + static_cast<int>(cb));
+      std::vector<std::pair<int, int>> plans = PlansFor(h.k, h.n);
+      plans.push_back({8, 4});  // The 27B's down_proj and o_proj plan: both folds.
+      for (size_t pi = 0; pi < plans.size(); ++pi) {
+        if (cb != Exl3Codebook::kMul1 && K != 4 && pi > 0) continue;  // Every plan at mul1 and K 4.
+        DeviceWeight d = ToDevice(h, plans[pi].first, plans[pi].second);
+        for (const int64_t rows : {17, 40, 130}) {
+          const std::vector<float> x = RandomRows(rows, h.k, 600 + rows + K);
+          const std::vector<float> want = RunPromptRows(d.view, x, rows, -1);
+          for (const int schedule : {0, 1, 2}) {
+            const int G = plans[pi].first * plans[pi].second;
+            if (schedule == 1 && h.k / 16 / G % 8 != 0) continue;  // Groups not whole stages.
+            const std::vector<float> got = RunPromptRows(d.view, x, rows, 17, schedule);
+            for (float v : got) ASSERT_TRUE(std::isfinite(v));
+            ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+                << CbName(cb) << " K" << K << " plan (" << plans[pi].first << ","
+                << plans[pi].second << ") rows " << rows << " schedule " << schedule;
+            ++cases;
+          }
+        }
+      }
+    }
+  EXPECT_GE(cases, 3 * 8 * 3 * 2);  // At least every codebook and K, automatic and whole k.
+}
+
+TEST(Exl3LinearCuda, PromptInChunksEqualsThePromptWholeAndEachRowAlone) {
+  // Chunked prefill: rows [0, 300) at once (one prompt launch), as 65 + 100 + 135 rows (64-row
+  // launches, then prompt launches of other sizes) and row by row must agree bit for bit.
+  const HostWeight h = RandomWeight(2048, 384, 4, Exl3Codebook::kMul1, 812);
+  DeviceWeight d = ToDevice(h, 8, 2);
+  constexpr int64_t kRows = 300;
+  const std::vector<float> x = RandomRows(kRows, h.k, 813);
+  auto xd = Upload(x);
+  Runner runner;
+  std::vector<float> whole = RunOnce(d.view, x, kRows), parts(kRows * h.n), alone(kRows * h.n);
+  DeviceBuffer yd(kRows * h.n * sizeof(float));
+  CUDA_OK(cudaMemset(yd.get(), 0xFF, yd.bytes()));
+  for (int64_t r0 = 0, i = 0; r0 < kRows; r0 += 65 + 35 * i, ++i)
+    ASSERT_TRUE(runner
+                    .Run(d.view, xd->as<float>() + r0 * h.k,
+                         std::min<int64_t>(65 + 35 * i, kRows - r0), yd.as<float>() + r0 * h.n)
+                    .ok());
+  CUDA_OK(cudaMemcpy(parts.data(), yd.get(), yd.bytes(), cudaMemcpyDeviceToHost));
+  for (int64_t r = 0; r < kRows; ++r)
+    ASSERT_TRUE(runner.Run(d.view, xd->as<float>() + r * h.k, 1, yd.as<float>() + r * h.n).ok());
+  CUDA_OK(cudaMemcpy(alone.data(), yd.get(), yd.bytes(), cudaMemcpyDeviceToHost));
+  for (float v : whole) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_EQ(std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(whole.data(), alone.data(), whole.size() * sizeof(float)), 0);
+}
+
+TEST(Exl3LinearCuda, PromptPathRefusesASmallWorkspace) {
+  const HostWeight h = RandomWeight(1024, 256, 4, Exl3Codebook::kMul1, 9);
+  DeviceWeight d = ToDevice(h, 2, 4);
+  const Exl3LinearOutput out{&d.view, nullptr, h.n};
+  constexpr int64_t kRows = 200;
+  const size_t need = Exl3LinearsWorkspaceBytes(&out, 1, kRows);
+  EXPECT_GT(need, Exl3LinearsWorkspaceBytes(&out, 1, 64));
+  DeviceBuffer ws(need), xd(kRows * h.k * sizeof(float)), yd(kRows * h.n * sizeof(float));
+  CUDA_OK(cudaMemset(ws.get(), 0, ws.bytes()));
+  Context ctx{nullptr, ws.get(), need - 1};
+  const absl::Status s = Exl3Linear(ctx, xd.as<float>(), h.k, kRows, d.view, yd.as<float>(), h.n);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("prompt path"), std::string_view::npos) << s;
+  ctx.workspace_bytes = need;
+  EXPECT_TRUE(Exl3Linear(ctx, xd.as<float>(), h.k, kRows, d.view, yd.as<float>(), h.n).ok());
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
 // ---- column views ---------------------------------------------------------------------------
 
 TEST(Exl3LinearCuda, ColumnViewsWithTheParentPlanGiveTheParentColumnsBitForBit) {
   // A head-like weight: 70 blocks of 128 columns, planned as the whole (one split, eight warps).
   const HostWeight h = RandomWeight(512, int64_t{70} * 128, 6, Exl3Codebook::kMul1, 77);
   DeviceWeight d = ToDevice(h, 1, 8);
-  for (int64_t rows : {1, 16, 64}) {
+  for (int64_t rows : {1, 16, 64, 100}) {  // 100: the prompt path.
     const std::vector<float> x = RandomRows(rows, h.k, 55 + rows);
     const std::vector<float> full = RunOnce(d.view, x, rows);
     for (auto [first, blocks] :
@@ -552,7 +652,7 @@ TEST(Exl3LinearCuda, WeightsOfOneInputInOneLaunchGiveEachItsOwnBits) {
   int cases = 0;
   for (const int bits : {3, 4, 6}) {
     const Trio t = MakeTrio(bits, Exl3Codebook::kMul1, 60 + bits);
-    for (const int64_t rows : {1, 5, 8, 9, 16, 17, 40, 64, 70}) {
+    for (const int64_t rows : {1, 5, 8, 9, 16, 17, 40, 64, 70, 130}) {  // 130: the prompt path.
       const std::vector<float> x = RandomRows(rows, 1024, 70 + rows);
       std::vector<std::vector<float>> want;
       for (const DeviceWeight& d : t.device) want.push_back(RunOnce(d.view, x, rows));
@@ -585,7 +685,7 @@ TEST(Exl3LinearCuda, WeightsOfOneInputInOneLaunchGiveEachItsOwnBits) {
       }
     }
   }
-  EXPECT_GE(cases, 3 * 9 * 2 * 2);  // At least automatic and alone everywhere.
+  EXPECT_GE(cases, 3 * 10 * 2 * 2);  // At least automatic and alone everywhere.
 }
 
 TEST(Exl3LinearCuda, SeveralWeightsRejectMismatchedWeightsAndBadOutputs) {

@@ -437,6 +437,8 @@ class Bench {
         ABSL_ASSIGN_OR_RETURN(const Stats h, run(words + body / 4, head, head_bits));
         const double us = b.median_us + h.median_us, gbs = (body + head) / (us * 1e3);
         if (best[wi] == 0 || us < best[wi]) best[wi] = us;
+        if (wi == 1 && (decode_body_us_ == 0 || b.median_us < decode_body_us_))
+          decode_body_us_ = b.median_us;
         std::printf(
             "  %-26s %2d warps x %d ahead: body %.3f ms + head %.3f ms = %.3f ms, %.0f GB/s = "
             "%.1f%% of copy\n",
@@ -455,6 +457,99 @@ class Bench {
         best[0] / 1e3, 100 * (body + head) / (best[0] * 1e3) / copy_gbs_, best[1] / 1e3,
         100 * (body + head) / (best[1] * 1e3) / copy_gbs_, best[2] / 1e3,
         100 * (body + head) / (best[2] * 1e3) / copy_gbs_, best[2] / best[1]);
+    return absl::OkStatus();
+  }
+
+  // The prompt path: the forward's 400 body linears (the head runs on a prompt's last row only)
+  // at many rows, as the prompt path runs them and as 64-row launches, against the limit of the
+  // issue: the body's FLOPs over `matmul_tflops` (a bf16 matmul rate measured in the same call)
+  // plus one decode of the body (the decode section's 1-mma ceiling, when it ran first).
+  absl::Status Prompt(int body_bits, double matmul_tflops) {
+    std::vector<std::vector<KN>> groups = ForwardGroups();
+    groups.pop_back();  // The head.
+    int64_t total = 0, flop_per_row = 0, count = 0;
+    std::vector<std::vector<cuda::Exl3DeviceWeight>> ws;
+    for (const auto& g : groups)
+      for (const KN& kn : g) total += TrellisBytes(kn.first, kn.second, body_bits);
+    ABSL_RETURN_IF_ERROR(MakeForwardWeights(total));
+    int64_t at = 0;
+    for (const auto& g : groups) {
+      ws.emplace_back();
+      for (const KN& kn : g) {
+        ws.back().push_back(
+            MakeWeight(reinterpret_cast<const uint32_t*>(static_cast<char*>(forward_weights_) + at),
+                       kn.first, kn.second, body_bits));
+        at += TrellisBytes(kn.first, kn.second, body_bits);
+        flop_per_row += 2 * kn.first * kn.second;
+        ++count;
+      }
+    }
+    constexpr int64_t kMaxRows = 4096;
+    float *x = nullptr, *y = nullptr;
+    void* workspace = nullptr;
+    size_t ws_bytes = 0;
+    for (const auto& g : ws) {
+      std::vector<cuda::Exl3LinearOutput> outs(g.size());
+      for (size_t i = 0; i < g.size(); ++i) outs[i] = {&g[i], y_, g[i].n};
+      ws_bytes = std::max(ws_bytes, cuda::Exl3LinearsWorkspaceBytes(
+                                        outs.data(), static_cast<int>(outs.size()), kMaxRows));
+    }
+    BENCH_CUDA(cudaMalloc(&x, sizeof(float) * kMaxRows * 17408));
+    BENCH_CUDA(cudaMalloc(&y, sizeof(float) * kMaxRows * 17408));
+    BENCH_CUDA(cudaMalloc(&workspace, ws_bytes));
+    BENCH_CUDA(cudaMemsetAsync(workspace, 0, ws_bytes, stream_));
+    BENCH_CUDA(FillRandomNormal(x, kMaxRows * 17408, 7, stream_));
+    std::printf(
+        "Prompt: the forward's %lld body linears (%zu calls), K = %d, %.2f GB of trellis, %.1f "
+        "GFLOP a row; limit = FLOPs / %.0f TFLOP/s + one decode of the body (%.3f ms)\n",
+        static_cast<long long>(count), ws.size(), body_bits, total / 1e9, flop_per_row / 1e9,
+        matmul_tflops, decode_body_us_ / 1e3);
+    auto forward = [&](int64_t m, bool prompt) -> absl::Status {
+      cuda::Context ctx = context();
+      ctx.workspace = workspace;
+      ctx.workspace_bytes = ws_bytes;
+      ctx.exl3_prompt_rows = prompt ? 1 : -1;  // Every row count on the path asked for.
+      for (const auto& g : ws) {
+        std::vector<cuda::Exl3LinearOutput> outs(g.size());
+        for (size_t i = 0; i < g.size(); ++i) outs[i] = {&g[i], y, g[i].n};  // Timing only.
+        ABSL_RETURN_IF_ERROR(
+            cuda::Exl3Linears(ctx, x, g[0].k, m, outs.data(), static_cast<int>(outs.size())));
+      }
+      return absl::OkStatus();
+    };
+    struct Case {
+      int64_t rows;
+      bool prompt;
+    };
+    const Case cases[] = {{64, false},  {128, false}, {256, false}, {512, false},
+                          {65, true},   {128, true},  {256, true},  {512, true},
+                          {1024, true}, {2048, true}, {4096, true}};
+    for (const Case& c : cases) {
+      ABSL_ASSIGN_OR_RETURN(const Stats s,
+                            Time([&](int) { return forward(c.rows, c.prompt); }, 1, 3));
+      const double flops = static_cast<double>(flop_per_row) * c.rows;
+      const double limit_us = flops / (matmul_tflops * 1e6) + decode_body_us_;
+      std::printf(
+          "  rows %4lld, %-16s: %9.3f ms median (p10 %.3f, p90 %.3f), %8.0f rows/s, %6.1f "
+          "TFLOP/s; limit %.3f ms, %.2fx it\n",
+          static_cast<long long>(c.rows), c.prompt ? "prompt path" : "64-row launches",
+          s.median_us / 1e3, s.p10_us / 1e3, s.p90_us / 1e3, c.rows / (s.median_us * 1e-6),
+          flops / (s.median_us * 1e6), limit_us / 1e3, s.median_us / limit_us);
+      std::fflush(stdout);
+      json_["prompt"].push_back({{"rows", c.rows},
+                                 {"prompt_path", c.prompt},
+                                 {"median_us", s.median_us},
+                                 {"p10_us", s.p10_us},
+                                 {"p90_us", s.p90_us},
+                                 {"tflops", flops / (s.median_us * 1e6)},
+                                 {"limit_us", limit_us},
+                                 {"matmul_tflops", matmul_tflops}});
+    }
+    std::printf("\n");
+    BENCH_CUDA(cudaStreamSynchronize(stream_));
+    BENCH_CUDA(cudaFree(x));
+    BENCH_CUDA(cudaFree(y));
+    BENCH_CUDA(cudaFree(workspace));
     return absl::OkStatus();
   }
 
@@ -691,13 +786,15 @@ class Bench {
   void* q4_codes_ = nullptr;
   void* q4_scales_ = nullptr;
   double copy_gbs_ = kAnchorCopyGBs;
+  double decode_body_us_ = 0;  // The decode section's best 1-mma time of the body, if it ran.
   nlohmann::json json_;
 };
 
 // `tunings`: "schedule:blocks_per_sm" pairs (cuda::Context's knobs); the head and forward sections
 // run once per pair, the per-linear table with the first.
 absl::Status Main(const std::string& json_path, const std::string& sections,
-                  const std::vector<int>& bits, int reps, const std::vector<std::string>& tunings) {
+                  const std::vector<int>& bits, int reps, const std::vector<std::string>& tunings,
+                  double matmul_tflops) {
   Bench bench;
   ABSL_RETURN_IF_ERROR(bench.Init(reps));
   std::printf("device: %s, %d SMs\n", bench.device().c_str(), bench.sms());
@@ -721,6 +818,7 @@ absl::Status Main(const std::string& json_path, const std::string& sections,
     if (t == 0 && has("decode")) ABSL_RETURN_IF_ERROR(bench.Decode(4, 6));
     if (t == 0 && has("linears")) ABSL_RETURN_IF_ERROR(bench.Linears(bits));
     if (t == 0 && has("q4")) ABSL_RETURN_IF_ERROR(bench.Q4Linears());
+    if (t == 0 && has("prompt")) ABSL_RETURN_IF_ERROR(bench.Prompt(4, matmul_tflops));
   }
   if (!json_path.empty()) {
     std::ofstream f(json_path);
@@ -738,19 +836,24 @@ int main(int argc, char** argv) {
   std::string json, sections = "head,forward,floor,decode,linears,q4";
   std::vector<int> bits = {2, 3, 4, 5, 6};
   int reps = 30;
+  double matmul_tflops = 790;  // KINDS.md: 769-798 TFLOP/s for 8192^3 bf16 on these H200s.
   std::vector<std::string> tunings = {"0:0:0"};
   app.add_option("--json", json, "write every number here");
   app.add_option(
          "--tunings", tunings,
          "comma list of schedule:blocks_per_sm:l2_ahead[:warps[:tiles]] to time (default 0:0:0)")
       ->delimiter(',');
-  app.add_option("--sections", sections, "comma list of head, forward, floor, decode, linears, q4");
+  app.add_option("--sections", sections,
+                 "comma list of head, forward, floor, decode, linears, q4, prompt");
+  app.add_option("--matmul-tflops", matmul_tflops,
+                 "bf16 matmul rate for the prompt section's limit (measure it in the same call)")
+      ->check(CLI::Range(1.0, 10000.0));
   app.add_option("--bits", bits, "comma list of K values of the per-linear table")
       ->check(CLI::Range(1, 8))
       ->delimiter(',');
   app.add_option("--reps", reps, "timed calls per cell (median)")->check(CLI::Range(5, 1000));
   CLI11_PARSE(app, argc, argv);
-  const absl::Status s = twinspan::gpu::Main(json, sections, bits, reps, tunings);
+  const absl::Status s = twinspan::gpu::Main(json, sections, bits, reps, tunings, matmul_tflops);
   if (!s.ok()) {
     std::fprintf(stderr, "twinspan_gpu_bench: %s\n", s.ToString().c_str());
     return 1;

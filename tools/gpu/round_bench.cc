@@ -8,6 +8,8 @@
 //               two-span head, top-k, selector walk;
 //   verify-N    the verify alone at 1, 8 and 16 rows (and 16 without taps), then Commit(0);
 //   draft       the draft block alone (one appended row).
+// --prefill-reps times prefills of --prefill-tokens first, on the prompt path and as 64-row
+// launches.
 // --profile adds verify-16+commit (the commit timed as its own segment) and, for verify-1,
 // verify-16, the commit and the draft, a table of each backend op's GPU time, calls and host time
 // (ProfilingBackend: each op timed alone behind a spin), against the step's wall and busy times.
@@ -20,10 +22,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -47,7 +51,9 @@ constexpr double kGoalUs = 5000.0, kTokensPerRound = 6.74;
 struct Flags {
   std::string target, drafter, json, head = "two-span";
   int64_t prompt = 300, context = 4096, verify_rows = 16, block = 0, keep = 0;
-  int reps = 20, warmup = 3, profile_reps = 5;
+  int64_t prefill_tokens = 4096;
+  std::vector<int64_t> prefill_chunks = {256};
+  int reps = 20, warmup = 3, profile_reps = 5, prefill_reps = 0;
   double profile_spin_us = 40;
   bool two_backends = false, host_taps = false, profile = false;
 };
@@ -132,6 +138,7 @@ class Bench {
     ABSL_ASSIGN_OR_RETURN(target_weights_, TargetWeightBytes(f_.target));
     ABSL_ASSIGN_OR_RETURN(drafter_weights_, DrafterWeightBytes(f_.drafter, drafter_->head()));
 
+    if (f_.prefill_reps > 0) ABSL_RETURN_IF_ERROR(TimePrefill());
     const int64_t rows = f_.verify_rows;
     ABSL_RETURN_IF_ERROR(Report(timer, "round", RoundStep(rows), RoundBytes(rows)));
     for (const int64_t r : {int64_t{1}, int64_t{8}, int64_t{16}}) {
@@ -155,6 +162,56 @@ class Bench {
   }
 
  private:
+  // --prefill-reps: fresh sequences prefilled with --prefill-tokens random ids in chunks of each
+  // of --prefill-chunks rows (no taps, the last row's logits) on the prompt path, and in the first
+  // chunk size as 64-row launches too (SetCudaBackendExl3PromptRows), one warm-up each; the
+  // medians of the wall times. Every run's last logits must equal the first's bit for bit.
+  absl::Status TimePrefill() {
+    std::mt19937 rng(11);
+    std::vector<int32_t> tokens(f_.prefill_tokens);
+    for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % 150000);
+    std::vector<float> first;  // The last row's logits of the first configuration.
+    bool same = true;
+    for (size_t c = 0; c < f_.prefill_chunks.size(); ++c) {
+      const int64_t chunk = f_.prefill_chunks[c];
+      for (const int prompt_rows : {-1, 0}) {
+        if (prompt_rows == -1 && c > 0) continue;
+        ABSL_RETURN_IF_ERROR(cuda::SetCudaBackendExl3PromptRows(*target_backend_, prompt_rows));
+        std::vector<double> s;
+        for (int i = 0; i <= f_.prefill_reps; ++i) {
+          ABSL_ASSIGN_OR_RETURN(std::unique_ptr<target::SequenceState> state,
+                                target_->NewSequence());
+          const auto start = std::chrono::steady_clock::now();
+          ABSL_ASSIGN_OR_RETURN(target::ForwardResult r,
+                                target::Prefill(*target_, *state, tokens, chunk, {}));
+          if (i > 0) s.push_back(Seconds(start));
+          if (i > 0) continue;
+          if (first.empty()) first = r.logits;
+          same = same && r.logits.size() == first.size() &&
+                 std::memcmp(r.logits.data(), first.data(), first.size() * sizeof(float)) == 0;
+        }
+        std::sort(s.begin(), s.end());
+        const double median = s[s.size() / 2];
+        const char* path = prompt_rows == 0 ? "prompt path" : "64-row launches";
+        std::printf(
+            "prefill %lld tokens, chunks of %lld, %s: %.1f ms median of %d, %.0f tokens/s\n",
+            static_cast<long long>(f_.prefill_tokens), static_cast<long long>(chunk), path,
+            median * 1e3, f_.prefill_reps, f_.prefill_tokens / median);
+        std::fflush(stdout);
+        json_["prefill"].push_back({{"tokens", f_.prefill_tokens},
+                                    {"chunk", chunk},
+                                    {"prompt_path", prompt_rows == 0},
+                                    {"median_s", median}});
+      }
+    }
+    std::printf("prefill: the last row's logits of every run bit for bit: %s\n",
+                same ? "equal" : "DIFFERENT");
+    json_["prefill_logits_equal"] = same;
+    ABSL_RETURN_IF_ERROR(cuda::SetCudaBackendExl3PromptRows(*target_backend_, 0));
+    if (!same) return absl::InternalError("prefill logits differ between paths or chunk sizes");
+    return absl::OkStatus();
+  }
+
   // With two backends the commit runs on the target's stream and the draft on the drafter's, so
   // the round's second half is two segments there.
   Step RoundStep(int64_t rows) {
@@ -379,6 +436,16 @@ int main(int argc, char** argv) {
   app.add_option("--keep", f.keep, "Rows a round commits (0: as greedy acceptance says)");
   app.add_option("--reps", f.reps, "Timed runs per step")->check(CLI::Range(20, 10000));
   app.add_option("--warmup", f.warmup, "Untimed runs first");
+  app.add_option("--prefill-reps", f.prefill_reps,
+                 "Timed prefills of --prefill-tokens, prompt path and 64-row launches (0: none)")
+      ->check(CLI::Range(0, 100));
+  app.add_option("--prefill-tokens", f.prefill_tokens, "Tokens of each timed prefill")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--prefill-chunks", f.prefill_chunks,
+                 "Comma list of rows per forward of the timed prefills (the first also as 64-row "
+                 "launches)")
+      ->check(CLI::PositiveNumber)
+      ->delimiter(',');
   app.add_flag("--two-backends", f.two_backends, "Drafter on a second CUDA backend, same GPU");
   app.add_flag("--host-taps", f.host_taps,
                "Taps through the host even on one backend (two backends always do)");

@@ -1,0 +1,6 @@
+// EXL3 prompt-path kernels for the mcg codebook (K = 1..8).
+#include "kernels/cuda/exl3_prompt_launch_impl.cuh"
+
+namespace twinspan::cuda::exl3_kernel {
+template cudaError_t LaunchPrompt<Cb::kMcg>(int, int, int, int, const PromptParams&, cudaStream_t);
+}  // namespace twinspan::cuda::exl3_kernel
