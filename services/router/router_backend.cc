@@ -186,13 +186,15 @@ class RouterBackend::ForwardCall : public grpc::ClientReadReactor<v1::GenerateRe
 };
 
 RouterBackend::RouterBackend(const RouterConfig& config, metrics::ServingMetrics* metrics,
-                             const WorkerChannels& channels)
+                             const WorkerChannels& channels,
+                             const security::ChannelSecurity& worker_security)
     : config_(config), metrics_(metrics) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(config.max_message_bytes);
   args.SetMaxSendMessageSize(config.max_message_bytes);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  worker_security.ApplyTo(&args);
   for (const PoolConfig& pc : config.pools) {
     auto pool = std::make_unique<Pool>();
     pool->config = pc;
@@ -201,9 +203,10 @@ RouterBackend::RouterBackend(const RouterConfig& config, metrics::ServingMetrics
       w->address = address;
       w->variant = pc.variant;
       auto given = channels.find(address);
-      w->channel = given != channels.end() ? given->second
-                                           : grpc::CreateCustomChannel(
-                                                 address, grpc::InsecureChannelCredentials(), args);
+      w->channel =
+          given != channels.end()
+              ? given->second
+              : grpc::CreateCustomChannel(address, worker_security.CredentialsOrInsecure(), args);
       w->stub = v1::Serving::NewStub(w->channel);
       pool->workers.push_back(std::move(w));
     }

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "services/engine/grpc/serving_backend.h"
 #include "services/router/router_config.h"
+#include "services/security/channel_security.h"
 #include "twinspan/v1/serving.grpc.pb.h"
 
 namespace twinspan::metrics {
@@ -34,8 +35,10 @@ using WorkerChannels = std::map<std::string, std::shared_ptr<grpc::Channel>>;
 // Thread-safe. `metrics` may be null and must outlive the backend.
 class RouterBackend : public rpc::ServingBackend {
  public:
+  // Workers not in `channels` are dialled with `worker_security` (plaintext by default).
   RouterBackend(const RouterConfig& config, metrics::ServingMetrics* metrics,
-                const WorkerChannels& channels = {});
+                const WorkerChannels& channels = {},
+                const security::ChannelSecurity& worker_security = {});
   ~RouterBackend() override;
 
   void Generate(const v1::GenerateRequest& request, const rpc::CallInfo& call,

@@ -189,17 +189,32 @@ void GrpcDraftChannel::Connect() {
   args.SetInt("grpc.use_local_subchannel_pool", 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  options_.security.ApplyTo(&args);
+  // Attempts of 500 ms without a connection before it is logged (once per outage): about 10 s.
+  constexpr int kUnreachableAttemptsLogged = 20;
+  int unreachable_attempts = 0;
   while (true) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
     }
-    auto channel =
-        grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+    auto channel = grpc::CreateCustomChannel(options_.address,
+                                             options_.security.CredentialsOrInsecure(), args);
     if (!channel->WaitForConnected(std::chrono::system_clock::now() +
                                    std::chrono::milliseconds(500))) {
+      if (++unreachable_attempts == kUnreachableAttemptsLogged) {
+        const std::string why = absl::StrCat(
+            "drafter at ", options_.address, " unreachable for 10 s: not running, or a ",
+            options_.security.tls() ? "TLS" : "plaintext",
+            " connection refused (the drafter's --tls-* and this target's --upstream-tls-* must "
+            "agree); decoding without drafts");
+        spdlog::warn("{}: {}", options_.target_name, why);
+        absl::MutexLock lock(&mu_);
+        last_error_ = why;
+      }
       continue;
     }
+    unreachable_attempts = 0;
     auto link = std::make_shared<Link>(this, channel);
     {
       absl::MutexLock lock(&mu_);

@@ -15,12 +15,14 @@
 #include "services/engine/draft_channel.h"
 #include "services/engine/proposal_box.h"
 #include "services/engine/tap_fusion.h"
+#include "services/security/channel_security.h"
 #include "twinspan/v1/drafter.pb.h"
 
 namespace twinspan::rpc {
 
 struct GrpcDraftChannelOptions {
-  std::string address;  // host:port of twinspan-drafter
+  std::string address;                 // host:port of twinspan-drafter
+  security::ChannelSecurity security;  // TLS or mutual TLS to the drafter; default plaintext
   std::string target_name = "target";
   int vocab_size = 0;  // what this target expects of its drafter
   std::string tokenizer_sha256;

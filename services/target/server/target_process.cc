@@ -13,12 +13,18 @@ absl::StatusOr<TargetProcess> StartTargetProcess(const TargetFlags& flags,
   rpc::BlockTerminationSignals();
 
   TargetProcess p;
+  absl::StatusOr<security::ProcessSecurity> security = security::OpenSecurity(flags.security);
+  if (!security.ok()) return security.status();
+  p.security = *std::move(security);
   p.registry = std::make_shared<prometheus::Registry>();
   p.metrics = std::make_unique<metrics::ServingMetrics>(p.registry, o.name);
-  auto stack = TargetStack::Open(o, p.metrics.get(), open_drafter);
+  TargetStackOptions stack_options = o;
+  stack_options.drafter_security = p.security.upstream;
+  auto stack = TargetStack::Open(stack_options, p.metrics.get(), open_drafter);
   if (!stack.ok()) return stack.status();
   p.stack = *std::move(stack);
-  auto http = metrics::MetricsHttp::Start(flags.metrics_listen, p.registry);
+  auto http =
+      metrics::MetricsHttp::Start(flags.metrics_listen, p.registry, p.security.metrics_auth());
   if (!http.ok()) return http.status();
   p.http = *std::move(http);
   return p;

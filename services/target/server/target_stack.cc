@@ -110,6 +110,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   } else if (!o.drafter_address.empty()) {
     rpc::GrpcDraftChannelOptions copt;
     copt.address = o.drafter_address;
+    copt.security = o.drafter_security;
     copt.target_name = o.name;
     copt.vocab_size = info.vocab_size;
     copt.tokenizer_sha256 = p.codec->sha256();
