@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/metrics/serving_metrics.h"
+#include "services/engine/proposal_box.h"
 #include "spdlog/spdlog.h"
 
 namespace twinspan::engine {
@@ -448,11 +449,17 @@ void LaneEngine::RunRound() {
     }
     if (drafts.ok()) {
       s.drafts = *std::move(drafts);
-      for (uint32_t d : s.drafts) {
-        if (d >= static_cast<uint32_t>(vocab)) {  // a bad drafter never reaches the verifier
-          s.drafts.clear();
-          break;
+      const int block = channel_->peer().block_size;
+      if (!UsableProposal(s.drafts, vocab, block)) {  // a bad drafter never reaches the verifier
+        if (!s.summary.draft_degraded) {
+          spdlog::warn(
+              "[{}] the drafter proposed {} ids for a block of {} (vocabulary {}) or an "
+              "id outside the vocabulary; rounds run without those drafts",
+              s.request.request_id, s.drafts.size(), block, vocab);
         }
+        s.drafts.clear();
+        s.summary.draft_degraded = true;
+        if (metrics_ != nullptr) metrics_->RecordDraftFallback(s.summary.head_variant);
       }
     } else {
       s.summary.draft_degraded = true;

@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   info.max_context = o.context;
   for (int64_t id : config.eos_token_ids) info.eos_ids.push_back(static_cast<uint32_t>(id));
   info.hidden_size = static_cast<int>(config.hidden_size);
+  info.num_layers = static_cast<int>(config.num_layers);
   info.checkpoint_fingerprint = fingerprint;
   info.backend = p.backend->name();
   TargetVerifierOptions vopt;
@@ -116,6 +117,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
     copt.tokenizer_sha256 = p.codec->sha256();
     copt.target_fingerprint = fingerprint;
     copt.hidden_size = info.hidden_size;
+    copt.num_layers = info.num_layers;
     copt.max_message_bytes = o.max_message_bytes;
     copt.bf16_taps = o.bf16_taps;
     if (!o.fuse_taps_drafter_dir.empty()) {
