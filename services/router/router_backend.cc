@@ -173,7 +173,15 @@ class RouterBackend::ForwardCall : public grpc::ClientReadReactor<v1::GenerateRe
                    absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
                    status.error_message());
     }
-    state_->writer->Finish(rpc::FromGrpcStatus(status));
+    absl::Status result = rpc::FromGrpcStatus(status);
+    if (absl::IsUnavailable(result) && state_->writer->Streamed()) {
+      // The worker's transport error ("Socket closed") says nothing about which worker or why.
+      result = absl::UnavailableError(
+          absl::StrCat("worker ", worker_->address, " (", state_->pool->config.variant,
+                       ") failed after part of the reply was streamed, so it was not retried: ",
+                       status.error_message()));
+    }
+    state_->writer->Finish(result);
     delete this;
   }
 

@@ -25,6 +25,15 @@ if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router
     ENVIRONMENT "TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_DRAFTER_BIN=$<TARGET_FILE:twinspan-drafter>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_SERVE_BIN=$<TARGET_FILE:twinspan-serve>;TWINSPAN_MAKE_DEMO_BIN=$<TARGET_FILE:make-demo>;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
 endif()
 
+# Faults with real processes: a misbehaving drafter, a killed target, cancellations, drain,
+# overload.
+if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router)
+  add_test(NAME services_faults_test
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/faults_test.py)
+  set_tests_properties(services_faults_test PROPERTIES TIMEOUT 600 LABELS "integration;services"
+    ENVIRONMENT "TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_DRAFTER_BIN=$<TARGET_FILE:twinspan-drafter>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_MAKE_DEMO_BIN=$<TARGET_FILE:make-demo>;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
+endif()
+
 if(TARGET twinspan_router)
   twinspan_test(router_config_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/router_config_test.cc
     LIBS twinspan_router LABELS integration services)

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
 namespace twinspan::serving {
@@ -37,7 +38,14 @@ void DrainOnSignal(const std::string& role, double drain_seconds, rpc::RunningSe
   if (on_signal) on_signal();
   server.SetServing(false);
   stack.engine().Drain();
-  stack.engine().WaitIdle(absl::Seconds(drain_seconds));
+  if (!stack.engine().WaitIdle(absl::Seconds(drain_seconds))) {
+    spdlog::warn("{}: requests still running after {} s of draining; stopping them", role,
+                 drain_seconds);
+    stack.engine().StopAll(absl::UnavailableError(
+        absl::StrCat(role, " is draining and its grace period (--drain-seconds ", drain_seconds,
+                     ") ran out before this request finished; retry it elsewhere")));
+    stack.engine().WaitIdle(absl::Seconds(5));
+  }
   server.Shutdown(absl::Now() + absl::Seconds(1));
 }
 

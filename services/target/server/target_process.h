@@ -38,8 +38,8 @@ absl::StatusOr<TargetProcess> StartTargetProcess(const TargetFlags& flags,
                                                  DraftModelOpener open_drafter);
 
 // Blocks until SIGTERM or SIGINT, logs it as `role`, runs `on_signal` (when set), then stops taking
-// calls on `server`, drains `stack`'s engine for up to `drain_seconds` and shuts `server` down a
-// second later.
+// calls on `server`, drains `stack`'s engine for up to `drain_seconds`, ends what still runs then
+// with UNAVAILABLE naming the drain, and shuts `server` down a second later.
 void DrainOnSignal(const std::string& role, double drain_seconds, rpc::RunningServer& server,
                    TargetStack& stack, const std::function<void()>& on_signal = {});
 
