@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/metrics/serving_metrics.h"
@@ -343,8 +344,8 @@ void RouterBackend::Generate(const v1::GenerateRequest& request, const rpc::Call
     return;
   }
   if (metrics_ != nullptr) metrics_->RecordRouted(pool.config.variant, worker->address);
-  spdlog::info("[{}] session \"{}\" -> variant {}", call.request_id, call.session_key,
-               pool.config.variant);
+  spdlog::info("[{}] session \"{}\" -> variant {}", call.request_id,
+               absl::CHexEscape(call.session_key.substr(0, 128)), pool.config.variant);
   auto state = std::make_shared<ForwardState>();
   state->pool = &pool;
   state->request = request;

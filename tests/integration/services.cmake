@@ -34,6 +34,16 @@ if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router
     ENVIRONMENT "TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_DRAFTER_BIN=$<TARGET_FILE:twinspan-drafter>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_MAKE_DEMO_BIN=$<TARGET_FILE:make-demo>;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
 endif()
 
+# Bad model files refused at load, naming the file and the fix; what a request can leave in logs.
+if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router AND
+   TARGET make-demo)
+  add_test(NAME services_model_files_test
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/model_files_test.py)
+  set_tests_properties(services_model_files_test PROPERTIES TIMEOUT 300
+    LABELS "integration;services"
+    ENVIRONMENT "TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_DRAFTER_BIN=$<TARGET_FILE:twinspan-drafter>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_MAKE_DEMO_BIN=$<TARGET_FILE:make-demo>;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
+endif()
+
 if(TARGET twinspan_router)
   twinspan_test(router_config_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/router_config_test.cc
     LIBS twinspan_router LABELS integration services)

@@ -70,6 +70,14 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   topt.drafter_configured = !o.drafter_address.empty() || !o.drafter_model_dir.empty();
   ABSL_ASSIGN_OR_RETURN(p.model, target::OpenTargetModel(o.model_dir, topt));
   ABSL_ASSIGN_OR_RETURN(p.codec, TokenizerCodec::Open(o.model_dir));
+  if (p.codec->tokenizer().vocab_size() > p.model->config().vocab_size) {
+    // Ids past the embedding would be refused in every request that produced them.
+    return absl::InvalidArgumentError(absl::StrCat(
+        o.model_dir, "/tokenizer.json has ", p.codec->tokenizer().vocab_size(),
+        " token ids, more than the vocab_size ", p.model->config().vocab_size, " of ", o.model_dir,
+        "/config.json: the tokenizer belongs to another model; put the checkpoint's "
+        "own tokenizer.json beside it"));
+  }
   ABSL_ASSIGN_OR_RETURN(std::string fingerprint, engine::CheckpointFingerprint(o.model_dir));
 
   const target::TargetConfig& config = p.model->config();
@@ -149,6 +157,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
       engine::LaneEngine::Start(eopt, p.verifier.get(), p.sampler.get(), channel, metrics));
   TargetBackendOptions bopt;
   bopt.name = o.name;
+  bopt.log_prompts = o.log_prompts;
   bopt.limits.default_max_tokens = o.default_max_tokens;
   bopt.limits.max_prompt_tokens = o.max_prompt_tokens;
   bopt.limits.max_tokens_limit = o.max_tokens_limit;

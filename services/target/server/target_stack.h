@@ -48,6 +48,7 @@ struct TargetStackOptions {
   int max_tokens_limit = 4096;
   int default_max_tokens = 256;
   int max_message_bytes = 64 << 20;
+  bool log_prompts = false;  // --log-prompts: each request's prompt text in the log
 };
 
 // Opens an in-process drafter for `target_dir`'s model: set by the drafter server library when it
