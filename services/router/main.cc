@@ -9,6 +9,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/metrics/metrics_http.h"
 #include "common/metrics/serving_metrics.h"
@@ -123,7 +124,11 @@ int Run(int argc, char** argv) {
   (*server)->SetServing(false);
   backend.Drain();
   if (!backend.WaitIdle(absl::Seconds(drain_seconds))) {
-    spdlog::warn("router: calls still open after {} s; cancelling them", drain_seconds);
+    spdlog::warn("router: calls still open after {} s of draining; stopping them", drain_seconds);
+    backend.StopAll(absl::UnavailableError(
+        absl::StrCat("router is draining and its grace period (--drain-seconds ", drain_seconds,
+                     ") ran out before this request finished; retry it elsewhere")));
+    backend.WaitIdle(absl::Seconds(5));
   }
   (*server)->Shutdown(absl::Now() + absl::Seconds(1));
   backend.Stop();

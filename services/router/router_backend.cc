@@ -66,7 +66,7 @@ struct RouterBackend::Pool {
 };
 
 // What one forwarded Generate keeps across attempts.
-struct ForwardState {
+struct RouterBackend::ForwardState {
   const RouterBackend::Pool* pool;
   v1::GenerateRequest request;
   rpc::CallInfo call;
@@ -168,6 +168,7 @@ class RouterBackend::ForwardCall : public grpc::ClientReadReactor<v1::GenerateRe
     {
       absl::MutexLock lock(&router_->mu_);
       router_->inflight_.erase(id);
+      router_->open_.erase(id);
     }
     if (!status.ok()) {
       spdlog::info("[{}] <- {}: {} {}", id, worker_->address,
@@ -355,9 +356,24 @@ void RouterBackend::Generate(const v1::GenerateRequest& request, const rpc::Call
   {
     absl::MutexLock lock(&mu_);
     inflight_[call.request_id] = worker;
+    open_[call.request_id] = state;
   }
   state->writer->OnCancel([state] { state->CancelUpstream(); });
   (new ForwardCall(this, std::move(state), std::move(worker)))->Start();
+}
+
+void RouterBackend::StopAll(const absl::Status& status) {
+  std::vector<std::shared_ptr<ForwardState>> open;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, weak] : open_) {
+      if (std::shared_ptr<ForwardState> state = weak.lock()) open.push_back(std::move(state));
+    }
+  }
+  for (const auto& state : open) {
+    state->writer->Finish(status);  // first: the worker call's end then finds the call finished
+    state->CancelUpstream();
+  }
 }
 
 absl::StatusOr<v1::TokenizeResponse> RouterBackend::Tokenize(const v1::TokenizeRequest& request) {

@@ -187,12 +187,13 @@ class FaultsTest(unittest.TestCase):
             self.assertLess(time.time(), deadline, "%s: %s" % (proc.name, load))
             time.sleep(0.05)
 
-    def router(self, name, workers, retries=1):
+    def router(self, name, workers, retries=1, extra=()):
         config = os.path.join(self.work, name + ".json")
         with open(config, "w") as f:
             json.dump({"pools": [{"variant": "none", "weight": 1, "workers": workers}],
                        "health_interval_ms": 100, "max_retries": retries}, f)
-        r = self.cluster.router(name, config)
+        r = self.cluster.start(name, "router", ["--config", config, "--listen", "127.0.0.1:0",
+                                                "--metrics", "127.0.0.1:0"] + list(extra))
         deadline = time.time() + 20
         while self.stub(r).GetLoad(pb.GetLoadRequest(), timeout=10).max_parallel != len(workers):
             self.assertLess(time.time(), deadline, r.tail())
@@ -275,6 +276,8 @@ class FaultsTest(unittest.TestCase):
                                      parallel=1, draft_timeout_ms=40)
         other = self.cluster.target("target-other", self.models, drafter=fake.address,
                                     parallel=1, draft_timeout_ms=40)
+        for t_ in (victim, other):
+            self.wait_connected(t_)  # drafting, so every round waits out the stall
         router = self.router("router-kill", [victim.address, other.address])
         stub = self.stub(router)
         results = {}
@@ -291,8 +294,7 @@ class FaultsTest(unittest.TestCase):
             # A runs on the victim, B on the other, C waits on the victim (nothing streamed).
             for name, max_tokens in (("A", 400), ("B", 30), ("C", 20)):
                 t = threading.Thread(target=run, args=(
-                    name, request("kill me " + name, max_tokens, draft=False,
-                                  request_id="kill-" + name),
+                    name, request("kill me " + name, max_tokens, request_id="kill-" + name),
                     (lambda n: streamed.set()) if name == "A" else None))
                 t.start()
                 threads.append(t)
@@ -310,7 +312,7 @@ class FaultsTest(unittest.TestCase):
             self.assertIsInstance(results["A"], grpc.RpcError)
             self.assertEqual(results["A"].code(), grpc.StatusCode.UNAVAILABLE)
             self.assertIn(victim.address, results["A"].details())
-            want_c = generate(self.stub(self.plain), request("kill me C", 20, draft=False))
+            want_c = generate(self.stub(self.plain), request("kill me C", 20))
             self.assertNotIsInstance(results["C"], grpc.RpcError, results.get("C"))
             self.assertEqual(results["C"].token_sha256, want_c.token_sha256)
             self.assertEqual(results["C"].served_by, other.address)
@@ -404,32 +406,43 @@ class FaultsTest(unittest.TestCase):
 
     def test_drain_that_runs_out_stops_requests_with_a_status_that_says_so(self):
         fake = FakeDrafter(self.info)  # 40 ms a token: a 400-token request takes 16 s
-        target = self.cluster.target("target-drain-out", self.models, drafter=fake.address,
-                                     parallel=2, draft_timeout_ms=40,
-                                     extra=("--drain-seconds", "1"))
-        results = {}
+        for role in ("target", "router"):
+            target = self.cluster.target("target-drain-out-" + role, self.models,
+                                         drafter=fake.address, parallel=2, draft_timeout_ms=40,
+                                         extra=("--drain-seconds", "1"))
+            self.wait_connected(target)
+            front = target
+            if role == "router":
+                front = self.router("router-drain-out", [target.address],
+                                    extra=("--drain-seconds", "1"))
+            results = {}
 
-        def run():
-            try:
-                results["final"] = generate(self.stub(target), request("long", 400))
-            except grpc.RpcError as e:
-                results["error"] = e
+            def run():
+                try:
+                    results["final"] = generate(self.stub(front), request("long", 400))
+                except grpc.RpcError as e:
+                    results["error"] = e
 
-        thread = threading.Thread(target=run)
-        thread.start()
-        deadline = time.time() + 10
-        while self.stub(target).GetLoad(pb.GetLoadRequest(), timeout=5).running != 1:
-            self.assertLess(time.time(), deadline, target.tail())
-            time.sleep(0.01)
-        start = time.time()
-        target.proc.send_signal(signal.SIGTERM)
-        thread.join(30)
-        self.assertEqual(target.proc.wait(30), 0, target.tail())
-        self.assertLess(time.time() - start, 1 + 3, "the drain took longer than --drain-seconds")
-        self.assertIn("error", results, results)
-        self.assertEqual(results["error"].code(), grpc.StatusCode.UNAVAILABLE)
-        self.assertIn("--drain-seconds 1", results["error"].details())
-        target.stop()
+            thread = threading.Thread(target=run)
+            thread.start()
+            deadline = time.time() + 10
+            while self.stub(target).GetLoad(pb.GetLoadRequest(), timeout=5).running != 1:
+                self.assertLess(time.time(), deadline, target.tail())
+                time.sleep(0.01)
+            start = time.time()
+            if role == "router":  # the router's own drain: 1 s, then it ends the call itself
+                front.proc.send_signal(signal.SIGTERM)
+            else:
+                target.proc.send_signal(signal.SIGTERM)
+            thread.join(30)
+            self.assertEqual(front.proc.wait(30), 0, front.tail())
+            self.assertLess(time.time() - start, 1 + 3, "%s drained past --drain-seconds" % role)
+            self.assertIn("error", results, results)
+            self.assertEqual(results["error"].code(), grpc.StatusCode.UNAVAILABLE, role)
+            self.assertIn("%s is draining" % role, results["error"].details())
+            self.assertIn("--drain-seconds 1", results["error"].details())
+            front.stop()
+            target.stop()
         fake.stop()
 
     def test_overload_beyond_max_waiting_is_refused_at_once(self):
@@ -437,9 +450,10 @@ class FaultsTest(unittest.TestCase):
         target = self.cluster.target("target-overload", self.models, drafter=fake.address,
                                      parallel=1, draft_timeout_ms=40,
                                      extra=("--max-waiting", "2"))
+        self.wait_connected(target)
         router = self.router("router-overload", [target.address], retries=0)
         try:
-            reqs = [request("overload %d" % i, 12, draft=False) for i in range(3)]
+            reqs = [request("overload %d" % i, 12) for i in range(3)]
             wants = [generate(self.stub(self.plain), r) for r in reqs]
             with concurrent.futures.ThreadPoolExecutor(3) as pool:
                 admitted = [pool.submit(generate, self.stub(router), r) for r in reqs]
