@@ -16,6 +16,7 @@
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/lane_engine.h"
 #include "tests/integration/toy_models.h"
+#include "tests/testing/summary_sink.h"
 
 namespace twinspan::engine {
 namespace {
@@ -107,29 +108,6 @@ class FaultyDraftChannel : public DraftChannel {
   std::map<uint64_t, std::vector<uint32_t>> last_ ABSL_GUARDED_BY(mu_);
 };
 
-class Sink : public StreamSink {
- public:
-  SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t) override {
-    return {static_cast<int>(ids.size()), false};
-  }
-  void OnFinish(absl::StatusOr<StreamSummary> summary) override {
-    absl::MutexLock lock(&mu_);
-    result_ = std::move(summary);
-    done_ = true;
-  }
-  bool Cancelled() const override { return false; }
-  absl::StatusOr<StreamSummary> Wait() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return result_;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool done_ = false;
-  absl::StatusOr<StreamSummary> result_ = absl::UnknownError("not finished");
-};
-
 EngineRequest MakeRequest(int which, bool draft) {
   EngineRequest r;
   r.request_id = "fault-" + std::to_string(which);
@@ -150,9 +128,9 @@ class DraftFaultsTest : public ::testing::TestWithParam<Fault> {
     options.draft_timeout = absl::Milliseconds(50);
     auto engine = LaneEngine::Start(options, &model_, &sampler_, channel, nullptr);
     EXPECT_TRUE(engine.ok()) << engine.status();
-    std::vector<std::shared_ptr<Sink>> sinks;
+    std::vector<std::shared_ptr<testing::SummarySink>> sinks;
     for (int i = 0; i < 6; ++i) {
-      sinks.push_back(std::make_shared<Sink>());
+      sinks.push_back(std::make_shared<testing::SummarySink>());
       EXPECT_TRUE((*engine)->Submit(MakeRequest(i, draft), sinks.back()).ok());
     }
     std::vector<StreamSummary> out;

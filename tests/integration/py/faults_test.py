@@ -68,18 +68,6 @@ def generate(stub, req, timeout=120, on_chunk=None):
     return final
 
 
-def proc_stats(pid):
-    """(RSS in KiB, threads, open file descriptors) of a live process."""
-    rss = threads = 0
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1])
-            elif line.startswith("Threads:"):
-                threads = int(line.split()[1])
-    return rss, threads, len(os.listdir("/proc/%d/fd" % pid))
-
-
 def metric(port, name):
     with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
         for line in r.read().decode().splitlines():
@@ -381,20 +369,19 @@ class FaultsTest(unittest.TestCase):
                 time.sleep(0.05)
 
         run(min(200, CANCELS))  # warm-up: thread pools, allocator arenas, caches
-        before = {p.name: proc_stats(p.proc.pid) for p in procs}
+        before = {p.name: twinspan_procs.proc_stats(p.proc.pid) for p in procs}
         start = time.time()
         run(CANCELS)
         elapsed = time.time() - start
-        after = {p.name: proc_stats(p.proc.pid) for p in procs}
-        report = {p.name: {"rss_kib": [before[p.name][0], after[p.name][0]],
-                           "threads": [before[p.name][1], after[p.name][1]],
-                           "fds": [before[p.name][2], after[p.name][2]]} for p in procs}
+        after = {p.name: twinspan_procs.proc_stats(p.proc.pid) for p in procs}
+        report = {p.name: {k: [before[p.name][k], after[p.name][k]] for k in before[p.name]}
+                  for p in procs}
         print("cancelled %d requests in %.1f s: %s" % (CANCELS, elapsed, json.dumps(report)))
         for p in procs:
-            (rss0, th0, fd0), (rss1, th1, fd1) = before[p.name], after[p.name]
-            self.assertLessEqual(fd1, fd0 + 2, (p.name, report))
-            self.assertLessEqual(th1, th0 + 4, (p.name, report))
-            self.assertLessEqual(rss1, rss0 + 16 * 1024, (p.name, report))  # 16 MiB
+            b, a = before[p.name], after[p.name]
+            self.assertLessEqual(a["fds"], b["fds"] + 2, (p.name, report))
+            self.assertLessEqual(a["threads"], b["threads"] + 4, (p.name, report))
+            self.assertLessEqual(a["rss_kib"], b["rss_kib"] + 16 * 1024, (p.name, report))  # 16 MiB
         # Still serves, and exactly.
         want = generate(self.stub(self.plain), request("after the storm", 16, draft=False))
         self.assertEqual(generate(stub, request("after the storm", 16)).token_sha256,

@@ -74,17 +74,6 @@ def generate(stub, request, timeout=600):
     return final
 
 
-def proc_stats(pid):
-    rss = threads = 0
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1])
-            elif line.startswith("Threads:"):
-                threads = int(line.split()[1])
-    return {"rss_kib": rss, "threads": threads, "fds": len(os.listdir("/proc/%d/fd" % pid))}
-
-
 def growth(samples, warmup_end, rss_bound_kib):
     """Per process: the first sample after the warm-up, the largest after it, and whether it
     stayed inside the bounds."""
@@ -154,7 +143,7 @@ def main():
 
         def sampler():
             while not stop.is_set():
-                samples.append({"t": time.time(), "procs": {n: proc_stats(p.proc.pid)
+                samples.append({"t": time.time(), "procs": {n: twinspan_procs.proc_stats(p.proc.pid)
                                                              for n, p in procs.items()}})
                 stop.wait(args.sample)
 
@@ -178,7 +167,7 @@ def main():
             list(pool.map(client, range(args.streams)))
         stop.set()
         sampling.join()
-        samples.append({"t": time.time(), "procs": {n: proc_stats(p.proc.pid)
+        samples.append({"t": time.time(), "procs": {n: twinspan_procs.proc_stats(p.proc.pid)
                                                      for n, p in procs.items()}})
         verdicts = growth(samples, warmup_end, args.rss_bound_mib * 1024)
         report = {
