@@ -38,8 +38,11 @@ for t in "${targets[@]}"; do
       "$logs/$t-new" >>"$logs/$t.log" 2>&1 || true
   fi
   wall=$(( $(date +%s) - start ))
-  done_line=$(grep -E '^#[0-9]+ +DONE' "$logs/$t.log" | tail -1 || true)
+  # The last status line ("#N ... cov: C ft: F corp: U/S ...") and libFuzzer's final stats.
+  last=$(tr '\r' '\n' <"$logs/$t.log" | grep -E '^#[0-9]+' | tail -1 |
+    grep -oE 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+/[0-9]+[a-zA-Z]*' || true)
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logs/$t.log" | tail -1)
-  echo "$t: status $status, ${execs:-?} executions, ${done_line:-no DONE line} in ${wall} s" \
-    | tee -a "$logs/summary.txt"
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$logs/$t.log" | tail -1)
+  echo "$t: status $status, ${execs:-?} executions (${rate:-?}/s), ${last:-no status line}," \
+    "${wall} s" | tee -a "$logs/summary.txt"
 done

@@ -26,7 +26,7 @@ void ChannelSecurity::ApplyTo(grpc::ChannelArguments* args) const {
 }
 
 std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(
-    const ServerTlsFiles& files, std::shared_ptr<grpc::AuthMetadataProcessor> auth) {
+    const ServerTlsFiles& files, const std::shared_ptr<grpc::AuthMetadataProcessor>& auth) {
   if (!files.enabled()) return grpc::InsecureServerCredentials();
   auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
       files.key_file, files.cert_file, files.client_ca_file,
@@ -41,7 +41,7 @@ std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(
   }
   std::shared_ptr<grpc::ServerCredentials> credentials =
       grpc::experimental::TlsServerCredentials(options);
-  if (auth != nullptr) credentials->SetAuthMetadataProcessor(std::move(auth));
+  if (auth != nullptr) credentials->SetAuthMetadataProcessor(auth);
   return credentials;
 }
 

@@ -18,7 +18,7 @@ namespace twinspan::security {
 // REQUIRES: CheckServerTlsFiles(files) is OK; `auth` is null when TLS is off (gRPC runs an auth
 // processor only on secure ports).
 std::shared_ptr<grpc::ServerCredentials> MakeServerCredentials(
-    const ServerTlsFiles& files, std::shared_ptr<grpc::AuthMetadataProcessor> auth);
+    const ServerTlsFiles& files, const std::shared_ptr<grpc::AuthMetadataProcessor>& auth);
 
 // TLS (with a client certificate when files.cert_file is set) verifying the server against
 // files.ca_file, or the system's roots when it is empty; plaintext when TLS is off.

@@ -64,7 +64,7 @@ absl::StatusOr<ProcessSecurity> OpenSecurity(const SecurityFlags& flags) {
     processor =
         std::make_shared<TokenAuthProcessor>(security.token_auth, flags.auth_exempt_health_metrics);
   }
-  security.server_credentials = MakeServerCredentials(tls, std::move(processor));
+  security.server_credentials = MakeServerCredentials(tls, processor);
   security.upstream = MakeChannelSecurity(upstream);
 
   std::string port = "plaintext";

@@ -17,7 +17,7 @@
 namespace {
 
 // Decoding costs k x n and dominates a run; the seeds' weights are 384 x 128 (decoded by views).
-constexpr int64_t kMaxDecodedValues = 128 * 256;
+constexpr int64_t kMaxDecodedValues = int64_t{128} * 256;
 
 }  // namespace
 

@@ -34,7 +34,7 @@ const std::string& ScratchDir() {
 }
 
 std::string WriteScratch(const std::string& name, std::string_view bytes) {
-  const std::string path = ScratchDir() + "/" + name;
+  std::string path = ScratchDir() + "/" + name;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out) std::abort();

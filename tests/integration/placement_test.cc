@@ -131,7 +131,7 @@ class PlacementTest : public ::testing::Test {
                                 {"launch", {drafter, target}}}}},
                              {"health_interval_ms", 100},
                              {"startup_timeout_s", 180}};
-    const std::string path = work_ + "/router.json";
+    std::string path = work_ + "/router.json";
     std::ofstream(path) << config.dump(2);
     return path;
   }

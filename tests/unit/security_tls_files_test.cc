@@ -34,7 +34,7 @@ class TlsFilesTest : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   std::string WriteFile(const std::string& name, const std::string& text) {
-    const std::string path = dir_ + "/" + name;
+    std::string path = dir_ + "/" + name;
     std::ofstream(path) << text;
     return path;
   }

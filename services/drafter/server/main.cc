@@ -87,4 +87,5 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) { return Run(argc, argv); }

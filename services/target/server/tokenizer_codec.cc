@@ -25,7 +25,7 @@ class DecoderStream : public engine::TextStream {
 
 // Where ChatTemplate::Open found the template, for messages.
 std::string ChatTemplateFile(const std::string& dir) {
-  const std::string config = dir + "/tokenizer_config.json";
+  std::string config = dir + "/tokenizer_config.json";
   std::ifstream in(config);
   const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!json.is_discarded() && json.is_object() && json.contains("chat_template")) return config;
