@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test (ctest); then rebuilds the tests labelled
-# `asan` (those that parse untrusted input) with AddressSanitizer + UBSan and runs them again.
+# `asan` (those that parse untrusted input) with clang, AddressSanitizer + UBSan and runs them
+# again, with each fuzz target's brief libFuzzer run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -15,8 +16,10 @@ scripts/build.sh "${flags[@]}" "-DCMAKE_CUDA_ARCHITECTURES=$cuda_archs"
 
 asan=build-asan
 # Services stay on: the public request parser's replay needs the protos (only asan targets build).
-cmake -S . -B "$asan" -G Ninja "${flags[@]}" -DTWINSPAN_SANITIZE=address,undefined -DTWINSPAN_CUDA=OFF \
-  >/dev/null
+# clang-14 so that the same pass builds the libFuzzer targets (TWINSPAN_FUZZ) and ctest runs each
+# briefly after replaying its corpus; scripts/fuzz.sh runs them for millions of executions.
+CC=clang-14 CXX=clang++-14 cmake -S . -B "$asan" -G Ninja "${flags[@]}" \
+  -DTWINSPAN_SANITIZE=address,undefined -DTWINSPAN_FUZZ=ON -DTWINSPAN_CUDA=OFF >/dev/null
 mapfile -t targets < <(cd "$asan" && ctest -N -L asan | sed -n 's/^ *Test *#[0-9]*: //p')
 cmake --build "$asan" -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
 (cd "$asan" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j "$(nproc)" -L asan)

@@ -122,6 +122,21 @@ absl::StatusOr<TensorView> Checkpoint::Get(std::string_view name) const {
   return *view;
 }
 
+absl::StatusOr<std::vector<float>> Checkpoint::Floats(std::string_view name) const {
+  absl::StatusOr<TensorView> view = Get(name);
+  if (!view.ok()) return view.status();
+  absl::StatusOr<std::vector<float>> values = ToFloat(*view);
+  if (!values.ok() && view->dtype != DType::kF32 && view->dtype != DType::kF16 &&
+      view->dtype != DType::kBF16) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        FileOf(name)->path(), ": tensor \"", std::string(name), "\" is ",
+        std::string(DTypeName(view->dtype)),
+        "; this model loads F32, F16 or BF16 weights (and EXL3 linears): the file was written "
+        "for another runtime or damaged; export the checkpoint again in bf16"));
+  }
+  return values;
+}
+
 std::vector<std::string> Checkpoint::Names() const {
   std::vector<std::string> names;
   names.reserve(owner_.size());

@@ -33,6 +33,10 @@ class Checkpoint {
   // The tensor called `name`, or nullptr.
   const TensorView* Find(std::string_view name) const;
 
+  // The tensor called `name` converted to float (ToFloat). NotFound as Get; InvalidArgument naming
+  // the file, the tensor, its dtype and the fix for a tensor that is not F32, F16 or BF16.
+  absl::StatusOr<std::vector<float>> Floats(std::string_view name) const;
+
   bool Has(std::string_view name) const { return Find(name) != nullptr; }
 
   // Every tensor name, sorted.

@@ -16,6 +16,9 @@ using nlohmann::json;
 
 // More dimensions than any real tensor has; bounds the work a hostile header can ask for.
 constexpr size_t kMaxRank = 16;
+// The fix for a file cut short, by far the likeliest cause of a bad header or tensor range.
+constexpr char kRefetch[] =
+    ": the file is damaged or incomplete (an interrupted download or copy); fetch it again";
 
 absl::Status Corrupt(absl::string_view source, absl::string_view tensor,
                      absl::string_view problem) {
@@ -74,9 +77,10 @@ absl::StatusOr<TensorView> ParseEntry(const std::string& name, const json& entry
   absl::StatusOr<uint64_t> end = ReadUnsigned((*offsets_it)[1], source, name, "data_offsets[1]");
   if (!end.ok()) return end.status();
   if (*begin > *end || *end > data_size) {
-    return Corrupt(source, name,
-                   absl::StrCat("data_offsets [", *begin, ", ", *end,
-                                ") lie outside the data section of ", data_size, " bytes"));
+    return Corrupt(
+        source, name,
+        absl::StrCat("data_offsets [", *begin, ", ", *end, ") lie outside the data section of ",
+                     data_size, " bytes", *begin <= *end ? " (truncated?)" : "", kRefetch));
   }
   if (*end - *begin != nbytes) {
     return Corrupt(
@@ -95,10 +99,10 @@ absl::StatusOr<SafetensorsContents> ParseSafetensorsImage(const std::byte* image
                                                           std::string_view source_name_std) {
   const absl::string_view source_name(source_name_std.data(), source_name_std.size());
   if (size < 8) {
-    return Corrupt(source_name, "",
-                   absl::StrCat("file of ", size,
-                                " bytes is shorter than the "
-                                "8-byte header length (truncated?)"));
+    return Corrupt(
+        source_name, "",
+        absl::StrCat("file of ", size,
+                     " bytes is shorter than the 8-byte header length (truncated?)", kRefetch));
   }
   uint8_t length_bytes[8];
   std::memcpy(length_bytes, image, 8);
@@ -112,7 +116,7 @@ absl::StatusOr<SafetensorsContents> ParseSafetensorsImage(const std::byte* image
   if (header_len > size - 8) {
     return Corrupt(source_name, "",
                    absl::StrCat("header length ", header_len, " runs past the end of the ", size,
-                                "-byte file (truncated?)"));
+                                "-byte file (truncated?)", kRefetch));
   }
   const char* header_begin = reinterpret_cast<const char*>(image + 8);
   json header = json::parse(header_begin, header_begin + header_len, nullptr,

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/safetensors/checkpoint.h"
 #include "common/status.h"
 #include "kernels/cpu/embedding.h"
@@ -87,6 +88,19 @@ absl::StatusOr<std::unique_ptr<Drafter>> Drafter::Open(const std::string& drafte
                         DrafterModel::Open(drafter_dir, options.model, options.as_dflash_v1));
   ABSL_ASSIGN_OR_RETURN(const target::TargetConfig target_config,
                         target::LoadTargetConfig(target_dir));
+  const DrafterConfig& own = model->config();
+  bool taps_fit = true;
+  for (int64_t layer : own.target_layer_ids)
+    taps_fit = taps_fit && layer < target_config.num_layers;
+  if (own.vocab_size != target_config.vocab_size || own.hidden_size != target_config.hidden_size ||
+      !taps_fit) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s/config.json is a drafter for a target with vocab_size %d and hidden_size %d that taps "
+        "layers [%s], but %s/config.json has vocab_size %d, hidden_size %d and %d layers: it is "
+        "the drafter of another target; pair it with the target it was trained for",
+        drafter_dir, own.vocab_size, own.hidden_size, absl::StrJoin(own.target_layer_ids, ","),
+        target_dir, target_config.vocab_size, target_config.hidden_size, target_config.num_layers));
+  }
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> owned, Checkpoint::Open(target_dir));
   std::shared_ptr<const Checkpoint> checkpoint(std::move(owned));
   const int64_t vocab = target_config.vocab_size, h = target_config.hidden_size;

@@ -24,7 +24,7 @@ absl::StatusOr<std::vector<float>> LoadExact(const Checkpoint& checkpoint, const
                                                       checkpoint.path(), name,
                                                       ShapeString(view.shape), ShapeString(shape)));
   }
-  return ToFloat(view);
+  return checkpoint.Floats(name);
 }
 
 absl::StatusOr<DynamicConvWeights> LoadConv(const Checkpoint& checkpoint, const std::string& prefix,
@@ -93,7 +93,7 @@ absl::StatusOr<Codebook> LoadCodebook(const Checkpoint& checkpoint, const std::s
     std::memcpy(book.bytes.data(), view->data, view->nbytes);
     return book;
   }
-  ABSL_ASSIGN_OR_RETURN(const std::vector<float> values, ToFloat(*view));
+  ABSL_ASSIGN_OR_RETURN(const std::vector<float> values, checkpoint.Floats(view->name));
   book.type = cpu::CodebookType::kF32;
   book.bytes.resize(values.size() * sizeof(float));
   std::memcpy(book.bytes.data(), values.data(), book.bytes.size());

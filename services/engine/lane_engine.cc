@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/metrics/serving_metrics.h"
+#include "services/engine/proposal_box.h"
 #include "spdlog/spdlog.h"
 
 namespace twinspan::engine {
@@ -151,8 +152,10 @@ absl::Status LaneEngine::Submit(EngineRequest request, std::shared_ptr<StreamSin
   absl::MutexLock lock(&mu_);
   if (draining_ || stopping_) return absl::UnavailableError("engine: draining, not accepting");
   if (static_cast<int>(waiting_.size()) >= options_.max_waiting) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "engine: ", waiting_.size(), " requests are waiting (limit ", options_.max_waiting, ")"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("engine: ", running_, " requests running and ", waiting_.size(),
+                     " waiting: the queue is full (--max-waiting ", options_.max_waiting,
+                     "); retry later or on another worker"));
   }
   waiting_.push_back(std::move(stream));
   if (metrics_ != nullptr) metrics_->SetRequestsWaiting(static_cast<int>(waiting_.size()));
@@ -184,6 +187,11 @@ void LaneEngine::Drain() {
   draining_ = true;
 }
 
+void LaneEngine::StopAll(const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  stop_all_ = status;
+}
+
 bool LaneEngine::WaitIdle(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto idle = [this]()
@@ -194,6 +202,7 @@ bool LaneEngine::WaitIdle(absl::Duration timeout) {
 void LaneEngine::Loop() {
   while (true) {
     std::vector<std::unique_ptr<Stream>> admit;
+    absl::Status stopped;
     {
       absl::MutexLock lock(&mu_);
       auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -201,6 +210,11 @@ void LaneEngine::Loop() {
       };
       mu_.Await(absl::Condition(&has_work));
       if (stopping_) break;
+      if (!stop_all_.ok()) {
+        for (auto& stream : waiting_) admit.push_back(std::move(stream));
+        waiting_.clear();
+        stopped = stop_all_;
+      }
       while (!waiting_.empty() &&
              static_cast<int>(live_.size() + admit.size()) < options_.parallel) {
         live_ids_.insert(waiting_.front()->request.request_id);
@@ -208,6 +222,12 @@ void LaneEngine::Loop() {
         waiting_.pop_front();
       }
       running_ = static_cast<int>(live_.size() + admit.size());
+    }
+    if (!stopped.ok()) {
+      for (auto& stream : live_) Fail(*stream, stopped);
+      for (auto& stream : admit) Fail(*stream, stopped);
+      PublishLoad();
+      continue;
     }
     for (auto& stream : admit) Admit(std::move(stream));
     if (!live_.empty()) RunRound();
@@ -448,11 +468,17 @@ void LaneEngine::RunRound() {
     }
     if (drafts.ok()) {
       s.drafts = *std::move(drafts);
-      for (uint32_t d : s.drafts) {
-        if (d >= static_cast<uint32_t>(vocab)) {  // a bad drafter never reaches the verifier
-          s.drafts.clear();
-          break;
+      const int block = channel_->peer().block_size;
+      if (!UsableProposal(s.drafts, vocab, block)) {  // a bad drafter never reaches the verifier
+        if (!s.summary.draft_degraded) {
+          spdlog::warn(
+              "[{}] the drafter proposed {} ids for a block of {} (vocabulary {}) or an "
+              "id outside the vocabulary; rounds run without those drafts",
+              s.request.request_id, s.drafts.size(), block, vocab);
         }
+        s.drafts.clear();
+        s.summary.draft_degraded = true;
+        if (metrics_ != nullptr) metrics_->RecordDraftFallback(s.summary.head_variant);
       }
     } else {
       s.summary.draft_degraded = true;

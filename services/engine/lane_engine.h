@@ -76,6 +76,9 @@ class LaneEngine {
   // Refuses new requests; live and queued ones run to completion. WaitIdle blocks until none.
   void Drain();
   bool WaitIdle(absl::Duration timeout);
+  // Ends every live and queued stream with `status` (between rounds), e.g. when a drain's grace
+  // period ran out, so each client learns why instead of seeing its call cut.
+  void StopAll(const absl::Status& status);
 
  private:
   struct Stream;
@@ -116,6 +119,7 @@ class LaneEngine {
   int running_ ABSL_GUARDED_BY(mu_) = 0;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status stop_all_ ABSL_GUARDED_BY(mu_);  // not OK: StopAll was called
 
   // Engine thread only.
   std::vector<std::unique_ptr<Stream>> live_;

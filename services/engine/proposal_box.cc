@@ -6,6 +6,14 @@
 
 namespace twinspan::engine {
 
+bool UsableProposal(const std::vector<uint32_t>& ids, int vocab_size, int block_size) {
+  if (block_size < 1 || ids.size() > static_cast<size_t>(block_size - 1)) return false;
+  for (uint32_t id : ids) {
+    if (id >= static_cast<uint32_t>(vocab_size)) return false;
+  }
+  return true;
+}
+
 void ProposalBox::Put(uint64_t stream_id, uint32_t round,
                       absl::StatusOr<std::vector<uint32_t>> answer) {
   absl::MutexLock lock(&mu_);

@@ -43,6 +43,10 @@ class ProposalBox {
   int64_t stale_dropped_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// True when `ids` can be verified: at most block_size - 1 of them (a proposal follows the pending
+// token within one block), each inside the vocabulary. Anything else is dropped whole.
+bool UsableProposal(const std::vector<uint32_t>& ids, int vocab_size, int block_size);
+
 }  // namespace twinspan::engine
 
 #endif  // TWINSPAN_SERVICES_ENGINE_PROPOSAL_BOX_H_

@@ -24,6 +24,7 @@ struct VerifierInfo {
   int64_t max_context = 0;  // positions per sequence
   std::vector<uint32_t> eos_ids;
   int hidden_size = 0;  // floats per tap layer per row
+  int num_layers = 0;   // decoder layers: a drafter may ask for taps of layers [0, num_layers)
   std::string checkpoint_fingerprint;
   std::string backend = "cpu";  // where the model runs: Backend::name(), "cpu" or "cuda:N"
 };

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/metrics/metrics_http.h"
 #include "common/metrics/serving_metrics.h"
@@ -17,6 +18,7 @@
 #include "services/router/process_launcher.h"
 #include "services/router/router_backend.h"
 #include "services/router/router_config.h"
+#include "services/security/security_flags.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -44,6 +46,9 @@ int Run(int argc, char** argv) {
   bool check_config = false;
   app.add_flag("--check-config", check_config,
                "Parse and check --config, print what it routes, and exit (0: valid, 2: not)");
+  twinspan::security::SecurityFlags security_flags;
+  twinspan::security::AddSecurityFlags(app, security_flags,
+                                       {.token_auth = true, .upstream_tls = true});
   CLI11_PARSE(app, argc, argv);
   twinspan::rpc::SetUpLogging("router", log_level);
   twinspan::rpc::BlockTerminationSignals();
@@ -66,6 +71,11 @@ int Run(int argc, char** argv) {
     return 0;
   }
 
+  auto security = twinspan::security::OpenSecurity(security_flags);
+  if (!security.ok()) {
+    spdlog::error("{}", security.status().ToString());
+    return 1;
+  }
   auto registry = std::make_shared<prometheus::Registry>();
   twinspan::metrics::ServingMetrics metrics(registry, "router");
   twinspan::router::ProcessLauncher launcher(
@@ -78,12 +88,13 @@ int Run(int argc, char** argv) {
       }
     }
   }
-  auto http = twinspan::metrics::MetricsHttp::Start(config->metrics, registry);
+  auto http =
+      twinspan::metrics::MetricsHttp::Start(config->metrics, registry, security->metrics_auth());
   if (!http.ok()) {
     spdlog::error("{}", http.status().ToString());
     return 1;
   }
-  twinspan::router::RouterBackend backend(*config, &metrics);
+  twinspan::router::RouterBackend backend(*config, &metrics, {}, security->upstream);
   bool any_launched = false;
   for (const auto& pool : config->pools) any_launched = any_launched || !pool.launch.empty();
   if (any_launched && !backend.WaitAllHealthy(config->startup_timeout)) {
@@ -98,6 +109,7 @@ int Run(int argc, char** argv) {
   twinspan::rpc::ServerOptions options;
   options.listen = config->listen;
   options.max_message_bytes = config->max_message_bytes;
+  options.credentials = security->server_credentials;
   auto server = twinspan::rpc::RunningServer::Start(options, {&service});
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
@@ -112,7 +124,11 @@ int Run(int argc, char** argv) {
   (*server)->SetServing(false);
   backend.Drain();
   if (!backend.WaitIdle(absl::Seconds(drain_seconds))) {
-    spdlog::warn("router: calls still open after {} s; cancelling them", drain_seconds);
+    spdlog::warn("router: calls still open after {} s of draining; stopping them", drain_seconds);
+    backend.StopAll(absl::UnavailableError(
+        absl::StrCat("router is draining and its grace period (--drain-seconds ", drain_seconds,
+                     ") ran out before this request finished; retry it elsewhere")));
+    backend.WaitIdle(absl::Seconds(5));
   }
   (*server)->Shutdown(absl::Now() + absl::Seconds(1));
   backend.Stop();
@@ -123,4 +139,5 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) { return Run(argc, argv); }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/metrics/serving_metrics.h"
@@ -65,7 +66,7 @@ struct RouterBackend::Pool {
 };
 
 // What one forwarded Generate keeps across attempts.
-struct ForwardState {
+struct RouterBackend::ForwardState {
   const RouterBackend::Pool* pool;
   v1::GenerateRequest request;
   rpc::CallInfo call;
@@ -167,13 +168,22 @@ class RouterBackend::ForwardCall : public grpc::ClientReadReactor<v1::GenerateRe
     {
       absl::MutexLock lock(&router_->mu_);
       router_->inflight_.erase(id);
+      router_->open_.erase(id);
     }
     if (!status.ok()) {
       spdlog::info("[{}] <- {}: {} {}", id, worker_->address,
                    absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
                    status.error_message());
     }
-    state_->writer->Finish(rpc::FromGrpcStatus(status));
+    absl::Status result = rpc::FromGrpcStatus(status);
+    if (absl::IsUnavailable(result) && state_->writer->Streamed()) {
+      // The worker's transport error ("Socket closed") says nothing about which worker or why.
+      result = absl::UnavailableError(
+          absl::StrCat("worker ", worker_->address, " (", state_->pool->config.variant,
+                       ") failed after part of the reply was streamed, so it was not retried: ",
+                       status.error_message()));
+    }
+    state_->writer->Finish(result);
     delete this;
   }
 
@@ -186,13 +196,15 @@ class RouterBackend::ForwardCall : public grpc::ClientReadReactor<v1::GenerateRe
 };
 
 RouterBackend::RouterBackend(const RouterConfig& config, metrics::ServingMetrics* metrics,
-                             const WorkerChannels& channels)
+                             const WorkerChannels& channels,
+                             const security::ChannelSecurity& worker_security)
     : config_(config), metrics_(metrics) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(config.max_message_bytes);
   args.SetMaxSendMessageSize(config.max_message_bytes);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  worker_security.ApplyTo(&args);
   for (const PoolConfig& pc : config.pools) {
     auto pool = std::make_unique<Pool>();
     pool->config = pc;
@@ -201,9 +213,10 @@ RouterBackend::RouterBackend(const RouterConfig& config, metrics::ServingMetrics
       w->address = address;
       w->variant = pc.variant;
       auto given = channels.find(address);
-      w->channel = given != channels.end() ? given->second
-                                           : grpc::CreateCustomChannel(
-                                                 address, grpc::InsecureChannelCredentials(), args);
+      w->channel =
+          given != channels.end()
+              ? given->second
+              : grpc::CreateCustomChannel(address, worker_security.CredentialsOrInsecure(), args);
       w->stub = v1::Serving::NewStub(w->channel);
       pool->workers.push_back(std::move(w));
     }
@@ -332,8 +345,8 @@ void RouterBackend::Generate(const v1::GenerateRequest& request, const rpc::Call
     return;
   }
   if (metrics_ != nullptr) metrics_->RecordRouted(pool.config.variant, worker->address);
-  spdlog::info("[{}] session \"{}\" -> variant {}", call.request_id, call.session_key,
-               pool.config.variant);
+  spdlog::info("[{}] session \"{}\" -> variant {}", call.request_id,
+               absl::CHexEscape(call.session_key.substr(0, 128)), pool.config.variant);
   auto state = std::make_shared<ForwardState>();
   state->pool = &pool;
   state->request = request;
@@ -343,9 +356,24 @@ void RouterBackend::Generate(const v1::GenerateRequest& request, const rpc::Call
   {
     absl::MutexLock lock(&mu_);
     inflight_[call.request_id] = worker;
+    open_[call.request_id] = state;
   }
   state->writer->OnCancel([state] { state->CancelUpstream(); });
   (new ForwardCall(this, std::move(state), std::move(worker)))->Start();
+}
+
+void RouterBackend::StopAll(const absl::Status& status) {
+  std::vector<std::shared_ptr<ForwardState>> open;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, weak] : open_) {
+      if (std::shared_ptr<ForwardState> state = weak.lock()) open.push_back(std::move(state));
+    }
+  }
+  for (const auto& state : open) {
+    state->writer->Finish(status);  // first: the worker call's end then finds the call finished
+    state->CancelUpstream();
+  }
 }
 
 absl::StatusOr<v1::TokenizeResponse> RouterBackend::Tokenize(const v1::TokenizeRequest& request) {

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "services/engine/grpc/serving_backend.h"
 #include "services/router/router_config.h"
+#include "services/security/channel_security.h"
 #include "twinspan/v1/serving.grpc.pb.h"
 
 namespace twinspan::metrics {
@@ -34,8 +35,10 @@ using WorkerChannels = std::map<std::string, std::shared_ptr<grpc::Channel>>;
 // Thread-safe. `metrics` may be null and must outlive the backend.
 class RouterBackend : public rpc::ServingBackend {
  public:
+  // Workers not in `channels` are dialled with `worker_security` (plaintext by default).
   RouterBackend(const RouterConfig& config, metrics::ServingMetrics* metrics,
-                const WorkerChannels& channels = {});
+                const WorkerChannels& channels = {},
+                const security::ChannelSecurity& worker_security = {});
   ~RouterBackend() override;
 
   void Generate(const v1::GenerateRequest& request, const rpc::CallInfo& call,
@@ -51,11 +54,15 @@ class RouterBackend : public rpc::ServingBackend {
   void Drain();
   // Blocks until no forwarded call is open or `timeout` passed; false on timeout.
   bool WaitIdle(absl::Duration timeout);
+  // Ends every open forwarded call with `status` and cancels its worker call (a drain whose grace
+  // period ran out), so each client learns why instead of seeing its call cut.
+  void StopAll(const absl::Status& status);
   // Stops the health thread (before the server goes away).
   void Stop();
 
   struct Worker;
   struct Pool;
+  struct ForwardState;
   class ForwardCall;
 
  private:
@@ -69,6 +76,7 @@ class RouterBackend : public rpc::ServingBackend {
   std::vector<std::unique_ptr<Pool>> pools_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<Worker>> inflight_ ABSL_GUARDED_BY(mu_);  // request id
+  std::map<std::string, std::weak_ptr<ForwardState>> open_ ABSL_GUARDED_BY(mu_);  // for StopAll
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> random_state_{0x853c49e6748fea9bULL};

@@ -46,7 +46,7 @@ absl::StatusOr<std::vector<float>> LoadFloats(const Checkpoint& checkpoint, cons
         absl::StrFormat("%s: tensor %s has shape %s, expected %d elements", checkpoint.path(), name,
                         ShapeString(view.shape), expected_numel));
   }
-  return ToFloat(view);
+  return checkpoint.Floats(name);
 }
 
 absl::StatusOr<cpu::LinearWeight> LoadLinear(const Checkpoint& checkpoint,
@@ -59,7 +59,7 @@ absl::StatusOr<cpu::LinearWeight> LoadLinear(const Checkpoint& checkpoint,
           absl::StrFormat("%s: tensor %s has shape %s, expected [%d, %d]", checkpoint.path(), name,
                           ShapeString(view->shape), out_features, in_features));
     }
-    ABSL_ASSIGN_OR_RETURN(std::vector<float> values, ToFloat(*view));
+    ABSL_ASSIGN_OR_RETURN(std::vector<float> values, checkpoint.Floats(name));
     ABSL_ASSIGN_OR_RETURN(const cpu::LinearWeight w,
                           cpu::LinearWeight::Dense(out_features, in_features, std::move(values)));
     return w.Named(prefix);

@@ -6,17 +6,13 @@
 // (default: this binary's folder, then the build root two levels up); TWINSPAN_PLACEMENT_GPUS,
 // the drafter's and the target's "gpu" ("0,0": both on GPU 0, "0,1": one each; unset: both on the
 // CPU, as in CI); TWINSPAN_TEST_LOG_DIR keeps the logs there.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -26,10 +22,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/testing/loopback.h"
 #include "tests/testing/service_process.h"
 #include "twinspan/v1/serving.grpc.pb.h"
 
@@ -37,21 +33,14 @@ namespace twinspan {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::FreePort;
+using testing::HttpGet;
 using testing::ServiceProcess;
+using testing::WaitFor;
 
 std::string Env(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? value : fallback;
-}
-
-std::string FindBinDir() {
-  const std::string given = Env("TWINSPAN_SERVICE_BIN_DIR", "");
-  if (!given.empty()) return given;
-  const fs::path self = fs::read_symlink("/proc/self/exe").parent_path();
-  for (const fs::path& dir : {self, self.parent_path().parent_path()}) {
-    if (fs::exists(dir / "twinspan-router")) return dir.string();
-  }
-  return self.string();
 }
 
 std::string ReadFile(const fs::path& path) {
@@ -87,56 +76,10 @@ std::vector<pid_t> ChildrenRunning(pid_t parent, const std::string& program) {
   return out;
 }
 
-bool WaitFor(const std::function<bool()>& predicate, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!predicate()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  return true;
-}
-
-// The body of an HTTP/1.0 GET on 127.0.0.1 ("" when it fails).
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string response;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string request = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
-      char buf[4096];
-      for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;) response.append(buf, n);
-    }
-  }
-  close(fd);
-  const size_t body = response.find("\r\n\r\n");
-  return body == std::string::npos ? "" : response.substr(body + 4);
-}
-
-// A port free now on 127.0.0.1, for the launched workers' fixed --listen addresses.
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 class PlacementTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    bins_ = FindBinDir();
+    bins_ = testing::FindServiceBinDir();
     gpus_ = absl::StrSplit(Env("TWINSPAN_PLACEMENT_GPUS", ""), ',', absl::SkipEmpty());
     ASSERT_TRUE(gpus_.empty() || gpus_.size() == 2)
         << "TWINSPAN_PLACEMENT_GPUS names the drafter's and the target's GPU, e.g. 0,0";
@@ -188,7 +131,7 @@ class PlacementTest : public ::testing::Test {
                                 {"launch", {drafter, target}}}}},
                              {"health_interval_ms", 100},
                              {"startup_timeout_s", 180}};
-    const std::string path = work_ + "/router.json";
+    std::string path = work_ + "/router.json";
     std::ofstream(path) << config.dump(2);
     return path;
   }
@@ -248,7 +191,7 @@ class PlacementTest : public ::testing::Test {
 
   // twinspan_router_process_restarts_total{process=...} on the router's /metrics.
   double Restarts(const std::string& process) {
-    const std::string text = HttpGet(router_->metrics_port(), "/metrics");
+    const std::string text = HttpGet(router_->metrics_port(), "/metrics").body;
     const std::string key = absl::StrCat("process=\"", process, "\"");
     double total = 0;
     for (absl::string_view line : absl::StrSplit(text, '\n')) {

@@ -7,6 +7,10 @@ target_link_libraries(twinspan_toy_models PUBLIC twinspan_engine)
 
 twinspan_test(engine_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/engine_test.cc
   LIBS twinspan_engine twinspan_toy_models LABELS integration services)
+if(TARGET twinspan_rpc)
+  twinspan_test(draft_faults_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/draft_faults_test.cc
+    LIBS twinspan_rpc twinspan_toy_models LABELS integration services)
+endif()
 
 if(TARGET twinspan_rpc)
   twinspan_test(draft_plane_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/draft_plane_test.cc
@@ -19,6 +23,25 @@ if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/services_test.py)
   set_tests_properties(services_processes_test PROPERTIES TIMEOUT 600 LABELS "integration;services"
     ENVIRONMENT "TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_DRAFTER_BIN=$<TARGET_FILE:twinspan-drafter>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_SERVE_BIN=$<TARGET_FILE:twinspan-serve>;TWINSPAN_MAKE_DEMO_BIN=$<TARGET_FILE:make-demo>;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
+endif()
+
+# Faults with real processes: a misbehaving drafter, a killed target, cancellations, drain,
+# overload.
+if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router)
+  add_test(NAME services_faults_test
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/faults_test.py)
+  set_tests_properties(services_faults_test PROPERTIES TIMEOUT 600 LABELS "integration;services"
+    ENVIRONMENT "TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_DRAFTER_BIN=$<TARGET_FILE:twinspan-drafter>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_MAKE_DEMO_BIN=$<TARGET_FILE:make-demo>;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
+endif()
+
+# Bad model files refused at load, naming the file and the fix; what a request can leave in logs.
+if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router AND
+   TARGET make-demo)
+  add_test(NAME services_model_files_test
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/model_files_test.py)
+  set_tests_properties(services_model_files_test PROPERTIES TIMEOUT 300
+    LABELS "integration;services"
+    ENVIRONMENT "TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_DRAFTER_BIN=$<TARGET_FILE:twinspan-drafter>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_MAKE_DEMO_BIN=$<TARGET_FILE:make-demo>;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
 endif()
 
 if(TARGET twinspan_router)

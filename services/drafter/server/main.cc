@@ -9,6 +9,7 @@
 #include "services/drafter/server/drafter_adapter.h"
 #include "services/engine/grpc/drafter_service.h"
 #include "services/engine/grpc/server_runner.h"
+#include "services/security/security_flags.h"
 #include "spdlog/spdlog.h"
 
 namespace {
@@ -37,9 +38,16 @@ int Run(int argc, char** argv) {
   app.add_option("--max-message-mb", max_message_mb, "gRPC message size limit");
   app.add_option("--drain-seconds", drain_seconds, "Grace period on SIGTERM");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  twinspan::security::SecurityFlags security_flags;
+  twinspan::security::AddSecurityFlags(app, security_flags, {});
   CLI11_PARSE(app, argc, argv);
   twinspan::rpc::SetUpLogging("drafter", log_level);
   twinspan::rpc::BlockTerminationSignals();
+  auto security = twinspan::security::OpenSecurity(security_flags);
+  if (!security.ok()) {
+    spdlog::error("{}", security.status().ToString());
+    return 1;
+  }
 
   auto model = twinspan::serving::OpenDrafterAdapter(o);
   if (!model.ok()) {
@@ -63,6 +71,7 @@ int Run(int argc, char** argv) {
   twinspan::rpc::ServerOptions options;
   options.listen = listen;
   options.max_message_bytes = max_message_mb << 20;
+  options.credentials = security->server_credentials;
   auto server = twinspan::rpc::RunningServer::Start(options, {&service});
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
@@ -78,4 +87,5 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) { return Run(argc, argv); }

@@ -1,44 +1,30 @@
 #include "services/engine/grpc/drafter_service.h"
 
-#include <algorithm>
 #include <condition_variable>
-#include <cstring>
 #include <deque>
-#include <map>
-#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
-#include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
-#include "common/metrics/serving_metrics.h"
+#include "services/engine/grpc/draft_request_handler.h"
 #include "services/engine/grpc/status_mapping.h"
-#include "services/engine/grpc/tap_wire.h"
 #include "services/engine/grpc/write_queue.h"
 #include "spdlog/spdlog.h"
 
 namespace twinspan::rpc {
-namespace {
 
-// Targets older than the tap-form negotiation leave the fields unset: raw F32 rows.
-v1::TapForm FormOf(v1::TapForm form) {
-  return form == v1::TAP_FORM_UNSPECIFIED ? v1::TAP_FORM_RAW : form;
-}
-v1::DType DtypeOf(v1::DType dtype) {
-  return dtype == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_F32 : dtype;
-}
-
-}  // namespace
-
-// One target connection. Reads on gRPC threads, works on its own thread, writes through a queue.
+// One target connection. Reads on gRPC threads, works on its own thread through a
+// DraftRequestHandler, writes through a queue.
 class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v1::DraftReply> {
  public:
   DraftConnection(DrafterService* service, std::string peer)
-      : service_(service),
-        peer_(std::move(peer)),
+      : peer_(std::move(peer)),
+        handler_(service->model_,
+                 {.max_streams = service->options_.max_streams_per_connection, .peer = peer_},
+                 service->metrics_, &service->open_streams_,
+                 [this](v1::DraftReply reply) { writes_.Push(std::move(reply)); }),
         writes_([this](const v1::DraftReply* reply) { StartWrite(reply); },
                 [this] { Finish(final_status_); }) {
     worker_ = std::thread([this] { Work(); });
@@ -85,248 +71,24 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
         request = std::move(inbox_.front());
         inbox_.pop_front();
       }
-      absl::Status status = Handle(request);
+      absl::Status status = handler_.Handle(request);
       if (!status.ok()) {  // a connection-level error ends the stream with it
         spdlog::error("drafter: connection from {} refused: {}", peer_, status.ToString());
         final_status_ = ToGrpcStatus(status);
         break;
       }
     }
-    const int closed = static_cast<int>(sessions_.size());
-    sessions_.clear();
-    const int open = service_->open_streams_.fetch_sub(closed) - closed;
-    if (service_->metrics_ != nullptr) service_->metrics_->SetDrafterStreams(open);
+    handler_.CloseAll();
     writes_.Close();
   }
 
-  absl::Status Handle(const v1::DraftRequest& request) {
-    const engine::DrafterInfo& info = service_->model_->info();
-    if (!greeted_ && !request.has_hello()) {
-      return absl::FailedPreconditionError("drafter: the first message must be Hello");
-    }
-    switch (request.kind_case()) {
-      case v1::DraftRequest::kHello:
-        return Hello(request.hello(), info);
-      case v1::DraftRequest::kOpen:
-        Open(request.open(), info);
-        return absl::OkStatus();
-      case v1::DraftRequest::kCommit:
-        Commit(request.commit(), info);
-        return absl::OkStatus();
-      case v1::DraftRequest::kClose: {
-        auto it = sessions_.find(request.close().stream_id());
-        if (it != sessions_.end()) {
-          spdlog::debug("[{}] drafter: stream {} closed after round {}", it->second.request_id,
-                        it->first, it->second.committed_round);
-          sessions_.erase(it);
-          AddOpen(-1);
-        }
-        return absl::OkStatus();
-      }
-      case v1::DraftRequest::KIND_NOT_SET:
-        break;
-    }
-    return absl::InvalidArgumentError("drafter: empty DraftRequest");
-  }
-
-  absl::Status Hello(const v1::Hello& hello, const engine::DrafterInfo& info) {
-    if (greeted_) return absl::FailedPreconditionError("drafter: Hello sent twice");
-    if (hello.protocol() != v1::DRAFT_PROTOCOL_V1) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("drafter: protocol ", hello.protocol(), " is not supported (want V1)"));
-    }
-    if (static_cast<int>(hello.vocab_size()) != info.vocab_size) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("drafter: target vocab_size ", hello.vocab_size(),
-                       " differs from the drafter's ", info.vocab_size));
-    }
-    if (hello.tokenizer_sha256() != info.tokenizer_sha256) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "drafter: target tokenizer sha256 ", hello.tokenizer_sha256(),
-          " differs from the drafter's ", info.tokenizer_sha256, " (built for another tokenizer)"));
-    }
-    if (hello.target_fingerprint() != info.target_fingerprint) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "drafter: target checkpoint fingerprint ", hello.target_fingerprint(),
-          " differs from the one this drafter was built for, ", info.target_fingerprint));
-    }
-    const v1::TapForm form = FormOf(hello.tap_form());
-    const v1::DType dtype = DtypeOf(hello.tap_dtype());
-    if (form != v1::TAP_FORM_RAW && form != v1::TAP_FORM_FUSED) {
-      return absl::FailedPreconditionError(absl::StrCat("drafter: tap form ",
-                                                        v1::TapForm_Name(hello.tap_form()),
-                                                        " is not served (RAW or FUSED)"));
-    }
-    if (dtype != v1::DTYPE_F32 && dtype != v1::DTYPE_BF16) {
-      return absl::FailedPreconditionError(absl::StrCat("drafter: tap dtype ",
-                                                        v1::DType_Name(hello.tap_dtype()),
-                                                        " is not served (F32 or BF16)"));
-    }
-    if (form == v1::TAP_FORM_FUSED) {
-      if (info.fused_width <= 0 || info.drafter_fingerprint.empty()) {
-        return absl::FailedPreconditionError("drafter: this drafter does not take fused taps");
-      }
-      if (hello.drafter_fingerprint() != info.drafter_fingerprint) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "drafter: the target fuses taps with the fc + hidden_norm of drafter checkpoint ",
-            hello.drafter_fingerprint().empty() ? "(none named)" : hello.drafter_fingerprint(),
-            ", but this drafter's checkpoint fingerprint is ", info.drafter_fingerprint));
-      }
-    }
-    form_ = form;
-    dtype_ = dtype;
-    greeted_ = true;
-    spdlog::info("drafter: target {} ({}) connected, tap rows {} {}", hello.target_name(), peer_,
-                 v1::TapForm_Name(form_), v1::DType_Name(dtype_));
-    v1::DraftReply reply;
-    v1::HelloAck* ack = reply.mutable_hello_ack();
-    ack->set_protocol(v1::DRAFT_PROTOCOL_V1);
-    ack->set_vocab_size(info.vocab_size);
-    ack->set_tokenizer_sha256(info.tokenizer_sha256);
-    ack->set_target_fingerprint(info.target_fingerprint);
-    ack->set_block_size(info.block_size);
-    ack->set_head_variant(info.head_variant);
-    ack->set_max_streams(service_->options_.max_streams_per_connection);
-    for (int64_t id : info.target_layer_ids) ack->add_target_layer_ids(static_cast<uint32_t>(id));
-    ack->set_tap_form(form_);
-    ack->set_tap_dtype(dtype_);
-    ack->set_drafter_fingerprint(info.drafter_fingerprint);
-    ack->set_fused_width(static_cast<uint32_t>(std::max(0, info.fused_width)));
-    writes_.Push(std::move(reply));
-    return absl::OkStatus();
-  }
-
-  void Open(const v1::Open& open, const engine::DrafterInfo& info) {
-    const uint64_t id = open.stream_id();
-    if (sessions_.count(id) > 0) {
-      return Error(
-          id, 1,
-          absl::AlreadyExistsError(absl::StrCat("drafter: stream ", id, " is already open")));
-    }
-    if (static_cast<int>(sessions_.size()) >= service_->options_.max_streams_per_connection) {
-      return Error(id, 1,
-                   absl::ResourceExhaustedError(
-                       absl::StrCat("drafter: ", sessions_.size(),
-                                    " streams open on this connection "
-                                    "(limit ",
-                                    service_->options_.max_streams_per_connection, ")")));
-    }
-    absl::StatusOr<engine::TapRows> taps =
-        Taps(open.tap_form(), open.prompt_taps(), open.prompt_ids_size(), info);
-    if (!taps.ok()) return Error(id, 1, taps.status(), open.request_id());
-    absl::StatusOr<std::unique_ptr<engine::DraftSession>> session = service_->model_->NewSession();
-    if (!session.ok()) return Error(id, 1, session.status(), open.request_id());
-    const absl::Time start = absl::Now();
-    absl::StatusOr<std::vector<uint32_t>> ids =
-        (*session)->Open(open.prompt_ids(), *taps, open.pending());
-    if (!ids.ok()) return Error(id, 1, ids.status(), open.request_id());
-    sessions_[id] = Stream{*std::move(session), 0, open.request_id()};
-    AddOpen(1);
-    spdlog::info("[{}] drafter: stream {} opened ({} prompt rows)", open.request_id(), id,
-                 open.prompt_ids_size());
-    Propose(id, 1, *ids, start);
-  }
-
-  void Commit(const v1::Commit& commit, const engine::DrafterInfo& info) {
-    const uint64_t id = commit.stream_id();
-    auto it = sessions_.find(id);
-    if (it == sessions_.end()) {
-      return Error(id, commit.round() + 1,
-                   absl::NotFoundError(absl::StrCat("drafter: stream ", id, " is not open")));
-    }
-    if (commit.round() != it->second.committed_round + 1) {  // stale or out of order
-      return Error(id, commit.round() + 1,
-                   absl::FailedPreconditionError(absl::StrCat(
-                       "drafter: commit for round ", commit.round(), " on stream ", id,
-                       " but round ", it->second.committed_round + 1, " was expected")));
-    }
-    absl::StatusOr<engine::TapRows> taps =
-        Taps(commit.tap_form(), commit.taps(), commit.ids_size(), info);
-    if (!taps.ok()) return Error(id, commit.round() + 1, taps.status());
-    const absl::Time start = absl::Now();
-    absl::StatusOr<std::vector<uint32_t>> ids =
-        it->second.session->Commit(commit.ids(), *taps, commit.pending());
-    if (!ids.ok()) {
-      const std::string request_id = it->second.request_id;
-      sessions_.erase(it);  // its context is unknown now
-      AddOpen(-1);
-      return Error(id, commit.round() + 1, ids.status(), request_id);
-    }
-    it->second.committed_round = commit.round();
-    Propose(id, commit.round() + 1, *ids, start);
-  }
-
-  // A message's tap rows in the negotiated form and dtype, as floats.
-  absl::StatusOr<engine::TapRows> Taps(v1::TapForm form, const v1::Tensor& tensor, size_t ids,
-                                       const engine::DrafterInfo& info) {
-    if (FormOf(form) != form_) {
-      return absl::InvalidArgumentError(absl::StrCat("taps: ", v1::TapForm_Name(FormOf(form)),
-                                                     " rows on a link that agreed on ",
-                                                     v1::TapForm_Name(form_)));
-    }
-    const bool fused = form_ == v1::TAP_FORM_FUSED;
-    return DecodeTapRows(tensor, dtype_, ids, fused ? info.fused_width : info.tap_width, fused,
-                         &taps_);
-  }
-
-  void Propose(uint64_t stream_id, uint32_t round, const std::vector<uint32_t>& ids,
-               absl::Time start) {
-    if (service_->metrics_ != nullptr) {
-      service_->metrics_->RecordPropose(service_->model_->info().head_variant,
-                                        absl::ToDoubleSeconds(absl::Now() - start));
-    }
-    v1::DraftReply reply;
-    v1::Proposal* proposal = reply.mutable_proposal();
-    proposal->set_stream_id(stream_id);
-    proposal->set_round(round);
-    proposal->mutable_ids()->Add(ids.begin(), ids.end());
-    writes_.Push(std::move(reply));
-  }
-
-  void Error(uint64_t stream_id, uint32_t round, const absl::Status& status,
-             const std::string& request_id = "") {
-    auto it = sessions_.find(stream_id);
-    const std::string& id = !request_id.empty()     ? request_id
-                            : it != sessions_.end() ? it->second.request_id
-                                                    : unknown_request_;
-    spdlog::warn("[{}] drafter: stream {} round {}: {}", id, stream_id, round, status.ToString());
-    if (service_->metrics_ != nullptr) {
-      service_->metrics_->RecordDrafterStreamError(absl::StatusCodeToString(status.code()));
-    }
-    v1::DraftReply reply;
-    v1::StreamError* error = reply.mutable_error();
-    error->set_stream_id(stream_id);
-    error->set_round(round);
-    error->set_code(static_cast<int32_t>(status.code()));
-    error->set_message(std::string(status.message()));
-    writes_.Push(std::move(reply));
-  }
-
-  void AddOpen(int delta) {
-    const int open = service_->open_streams_.fetch_add(delta) + delta;
-    if (service_->metrics_ != nullptr) service_->metrics_->SetDrafterStreams(open);
-  }
-
-  struct Stream {
-    std::unique_ptr<engine::DraftSession> session;
-    uint32_t committed_round = 0;
-    std::string request_id;  // for the logs: the same id the router and target log
-  };
-
-  DrafterService* service_;
   std::string peer_;
   v1::DraftRequest incoming_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<v1::DraftRequest> inbox_;
   bool stopping_ = false;
-  // Worker thread only.
-  bool greeted_ = false;
-  v1::TapForm form_ = v1::TAP_FORM_RAW;
-  v1::DType dtype_ = v1::DTYPE_F32;
-  std::map<uint64_t, Stream> sessions_;
-  const std::string unknown_request_ = "-";
-  std::vector<float> taps_;
+  DraftRequestHandler handler_;  // worker thread only
   grpc::Status final_status_;
   WriteQueue<v1::DraftReply> writes_;
   std::thread worker_;

@@ -14,6 +14,102 @@
 
 namespace twinspan::rpc {
 
+namespace {
+
+// Why the drafter's answer to the tap form cannot be used ("" when it can).
+std::string TapMismatch(const v1::HelloAck& ack, const GrpcDraftChannelOptions& want) {
+  const v1::TapForm form = want.fusion != nullptr ? v1::TAP_FORM_FUSED : v1::TAP_FORM_RAW;
+  const v1::DType dtype = want.bf16_taps ? v1::DTYPE_BF16 : v1::DTYPE_F32;
+  // A drafter older than the negotiation leaves both unset and only ever takes raw F32 rows.
+  const v1::TapForm got_form =
+      ack.tap_form() == v1::TAP_FORM_UNSPECIFIED ? v1::TAP_FORM_RAW : ack.tap_form();
+  const v1::DType got_dtype =
+      ack.tap_dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_F32 : ack.tap_dtype();
+  if (got_form != form || got_dtype != dtype) {
+    return absl::StrCat("tap rows ", v1::TapForm_Name(form), "/", v1::DType_Name(dtype),
+                        " were asked for, the drafter answered ", v1::TapForm_Name(got_form), "/",
+                        v1::DType_Name(got_dtype));
+  }
+  if (want.fusion == nullptr) return "";
+  if (ack.drafter_fingerprint() != want.fusion->drafter_fingerprint()) {
+    return absl::StrCat("drafter checkpoint fingerprint ", ack.drafter_fingerprint(),
+                        " != the fingerprint of the checkpoint the target fuses taps with, ",
+                        want.fusion->drafter_fingerprint());
+  }
+  std::vector<int64_t> layers(ack.target_layer_ids().begin(), ack.target_layer_ids().end());
+  if (layers != want.fusion->target_layer_ids() ||
+      static_cast<int64_t>(ack.fused_width()) != want.fusion->fused_width() ||
+      static_cast<int64_t>(layers.size()) * want.hidden_size != want.fusion->raw_width()) {
+    return absl::StrCat("the drafter's taps (", layers.size(), " layers, fused width ",
+                        ack.fused_width(), ") differ from the fusion's (",
+                        want.fusion->target_layer_ids().size(), " layers, fused width ",
+                        want.fusion->fused_width(), ")");
+  }
+  return "";
+}
+
+}  // namespace
+
+absl::StatusOr<engine::DrafterInfo> AcceptHelloAck(const v1::HelloAck& ack,
+                                                   const GrpcDraftChannelOptions& want) {
+  std::string mismatch;
+  if (static_cast<int>(ack.vocab_size()) != want.vocab_size) {
+    mismatch = absl::StrCat("vocab_size ", ack.vocab_size(), " != target's ", want.vocab_size);
+  } else if (ack.tokenizer_sha256() != want.tokenizer_sha256) {
+    mismatch = absl::StrCat("tokenizer sha256 ", ack.tokenizer_sha256(), " != target's ",
+                            want.tokenizer_sha256);
+  } else if (ack.target_fingerprint() != want.target_fingerprint) {
+    mismatch = absl::StrCat("checkpoint fingerprint ", ack.target_fingerprint(), " != target's ",
+                            want.target_fingerprint);
+  } else if (ack.block_size() < 2 || ack.block_size() > kMaxDraftBlockSize) {
+    mismatch =
+        absl::StrCat("block_size ", ack.block_size(), " outside [2, ", kMaxDraftBlockSize, "]");
+  } else if (ack.target_layer_ids_size() == 0 || ack.target_layer_ids_size() > kMaxDraftTapLayers) {
+    mismatch = absl::StrCat(ack.target_layer_ids_size(), " tap layers, outside [1, ",
+                            kMaxDraftTapLayers, "]");
+  } else {
+    for (uint32_t layer : ack.target_layer_ids()) {
+      if (want.num_layers > 0 && layer >= static_cast<uint32_t>(want.num_layers)) {
+        mismatch = absl::StrCat("tap layer ", layer, " asked for; the target has ", want.num_layers,
+                                " layers");
+        break;
+      }
+    }
+    if (mismatch.empty()) mismatch = TapMismatch(ack, want);
+  }
+  if (!mismatch.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("target refuses drafter at ", want.address, ": ", mismatch));
+  }
+  engine::DrafterInfo info;
+  info.block_size = static_cast<int>(ack.block_size());
+  info.head_variant = ack.head_variant();
+  info.vocab_size = static_cast<int>(ack.vocab_size());
+  info.tokenizer_sha256 = ack.tokenizer_sha256();
+  info.target_fingerprint = ack.target_fingerprint();
+  info.max_streams = static_cast<int>(ack.max_streams());
+  for (uint32_t id : ack.target_layer_ids()) info.target_layer_ids.push_back(id);
+  info.tap_width = static_cast<int>(info.target_layer_ids.size()) * want.hidden_size;
+  info.fused_width = static_cast<int>(ack.fused_width());
+  info.drafter_fingerprint = ack.drafter_fingerprint();
+  return info;
+}
+
+void DeliverToBox(const v1::DraftReply& reply, engine::ProposalBox* box) {
+  if (reply.has_proposal()) {
+    const v1::Proposal& p = reply.proposal();
+    box->Put(p.stream_id(), p.round(), std::vector<uint32_t>(p.ids().begin(), p.ids().end()));
+  } else if (reply.has_error()) {
+    const v1::StreamError& e = reply.error();
+    // A code outside the canonical set, or OK, is still an error of that stream.
+    const int code = e.code();
+    const absl::StatusCode status_code =
+        code > 0 && code <= 16 ? static_cast<absl::StatusCode>(code) : absl::StatusCode::kUnknown;
+    box->Put(e.stream_id(), e.round(),
+             absl::Status(status_code, absl::StrCat("drafter: ", e.message())));
+  }
+}
+
 // One Draft call. Lives from StartCall until OnDone, which reports to the channel and deletes it.
 class GrpcDraftChannel::Link final
     : public grpc::ClientBidiReactor<v1::DraftRequest, v1::DraftReply> {
@@ -69,91 +165,22 @@ class GrpcDraftChannel::Link final
     const GrpcDraftChannelOptions& want = owner_->options_;
     switch (reply.kind_case()) {
       case v1::DraftReply::kHelloAck: {
-        const v1::HelloAck& ack = reply.hello_ack();
-        std::string mismatch;
-        if (static_cast<int>(ack.vocab_size()) != want.vocab_size) {
-          mismatch =
-              absl::StrCat("vocab_size ", ack.vocab_size(), " != target's ", want.vocab_size);
-        } else if (ack.tokenizer_sha256() != want.tokenizer_sha256) {
-          mismatch = absl::StrCat("tokenizer sha256 ", ack.tokenizer_sha256(), " != target's ",
-                                  want.tokenizer_sha256);
-        } else if (ack.target_fingerprint() != want.target_fingerprint) {
-          mismatch = absl::StrCat("checkpoint fingerprint ", ack.target_fingerprint(),
-                                  " != target's ", want.target_fingerprint);
-        } else if (ack.block_size() < 2) {
-          mismatch = absl::StrCat("block_size ", ack.block_size(), " < 2");
-        } else {
-          mismatch = TapMismatch(ack);
-        }
-        if (!mismatch.empty()) {
-          refusal_ = absl::FailedPreconditionError(
-              absl::StrCat("target refuses drafter at ", want.address, ": ", mismatch));
+        absl::StatusOr<engine::DrafterInfo> info = AcceptHelloAck(reply.hello_ack(), want);
+        if (!info.ok()) {
+          refusal_ = info.status();
           context_.TryCancel();
           return;
         }
-        engine::DrafterInfo info;
-        info.block_size = static_cast<int>(ack.block_size());
-        info.head_variant = ack.head_variant();
-        info.vocab_size = static_cast<int>(ack.vocab_size());
-        info.tokenizer_sha256 = ack.tokenizer_sha256();
-        info.target_fingerprint = ack.target_fingerprint();
-        info.max_streams = static_cast<int>(ack.max_streams());
-        for (uint32_t id : ack.target_layer_ids()) info.target_layer_ids.push_back(id);
-        info.tap_width = static_cast<int>(info.target_layer_ids.size()) * want.hidden_size;
-        info.fused_width = static_cast<int>(ack.fused_width());
-        info.drafter_fingerprint = ack.drafter_fingerprint();
-        owner_->OnLinkReady(this, info);
+        owner_->OnLinkReady(this, *info);
         return;
       }
-      case v1::DraftReply::kProposal: {
-        const v1::Proposal& p = reply.proposal();
-        owner_->box_.Put(p.stream_id(), p.round(),
-                         std::vector<uint32_t>(p.ids().begin(), p.ids().end()));
+      case v1::DraftReply::kProposal:
+      case v1::DraftReply::kError:
+        DeliverToBox(reply, &owner_->box_);
         return;
-      }
-      case v1::DraftReply::kError: {
-        const v1::StreamError& e = reply.error();
-        owner_->box_.Put(e.stream_id(), e.round(),
-                         absl::Status(static_cast<absl::StatusCode>(e.code()),
-                                      absl::StrCat("drafter: ", e.message())));
-        return;
-      }
       case v1::DraftReply::KIND_NOT_SET:
         return;
     }
-  }
-
-  // Why the drafter's answer to the tap form cannot be used ("" when it can).
-  std::string TapMismatch(const v1::HelloAck& ack) const {
-    const GrpcDraftChannelOptions& want = owner_->options_;
-    const v1::TapForm form = want.fusion != nullptr ? v1::TAP_FORM_FUSED : v1::TAP_FORM_RAW;
-    const v1::DType dtype = want.bf16_taps ? v1::DTYPE_BF16 : v1::DTYPE_F32;
-    // A drafter older than the negotiation leaves both unset and only ever takes raw F32 rows.
-    const v1::TapForm got_form =
-        ack.tap_form() == v1::TAP_FORM_UNSPECIFIED ? v1::TAP_FORM_RAW : ack.tap_form();
-    const v1::DType got_dtype =
-        ack.tap_dtype() == v1::DTYPE_UNSPECIFIED ? v1::DTYPE_F32 : ack.tap_dtype();
-    if (got_form != form || got_dtype != dtype) {
-      return absl::StrCat("tap rows ", v1::TapForm_Name(form), "/", v1::DType_Name(dtype),
-                          " were asked for, the drafter answered ", v1::TapForm_Name(got_form), "/",
-                          v1::DType_Name(got_dtype));
-    }
-    if (want.fusion == nullptr) return "";
-    if (ack.drafter_fingerprint() != want.fusion->drafter_fingerprint()) {
-      return absl::StrCat("drafter checkpoint fingerprint ", ack.drafter_fingerprint(),
-                          " != the fingerprint of the checkpoint the target fuses taps with, ",
-                          want.fusion->drafter_fingerprint());
-    }
-    std::vector<int64_t> layers(ack.target_layer_ids().begin(), ack.target_layer_ids().end());
-    if (layers != want.fusion->target_layer_ids() ||
-        static_cast<int64_t>(ack.fused_width()) != want.fusion->fused_width() ||
-        static_cast<int64_t>(layers.size()) * want.hidden_size != want.fusion->raw_width()) {
-      return absl::StrCat("the drafter's taps (", layers.size(), " layers, fused width ",
-                          ack.fused_width(), ") differ from the fusion's (",
-                          want.fusion->target_layer_ids().size(), " layers, fused width ",
-                          want.fusion->fused_width(), ")");
-    }
-    return "";
   }
 
   GrpcDraftChannel* owner_;
@@ -189,17 +216,32 @@ void GrpcDraftChannel::Connect() {
   args.SetInt("grpc.use_local_subchannel_pool", 1);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  options_.security.ApplyTo(&args);
+  // Attempts of 500 ms without a connection before it is logged (once per outage): about 10 s.
+  constexpr int kUnreachableAttemptsLogged = 20;
+  int unreachable_attempts = 0;
   while (true) {
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) break;
     }
-    auto channel =
-        grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+    auto channel = grpc::CreateCustomChannel(options_.address,
+                                             options_.security.CredentialsOrInsecure(), args);
     if (!channel->WaitForConnected(std::chrono::system_clock::now() +
                                    std::chrono::milliseconds(500))) {
+      if (++unreachable_attempts == kUnreachableAttemptsLogged) {
+        const std::string why = absl::StrCat(
+            "drafter at ", options_.address, " unreachable for 10 s: not running, or a ",
+            options_.security.tls() ? "TLS" : "plaintext",
+            " connection refused (the drafter's --tls-* and this target's --upstream-tls-* must "
+            "agree); decoding without drafts");
+        spdlog::warn("{}: {}", options_.target_name, why);
+        absl::MutexLock lock(&mu_);
+        last_error_ = why;
+      }
       continue;
     }
+    unreachable_attempts = 0;
     auto link = std::make_shared<Link>(this, channel);
     {
       absl::MutexLock lock(&mu_);

@@ -15,17 +15,20 @@
 #include "services/engine/draft_channel.h"
 #include "services/engine/proposal_box.h"
 #include "services/engine/tap_fusion.h"
+#include "services/security/channel_security.h"
 #include "twinspan/v1/drafter.pb.h"
 
 namespace twinspan::rpc {
 
 struct GrpcDraftChannelOptions {
-  std::string address;  // host:port of twinspan-drafter
+  std::string address;                 // host:port of twinspan-drafter
+  security::ChannelSecurity security;  // TLS or mutual TLS to the drafter; default plaintext
   std::string target_name = "target";
   int vocab_size = 0;  // what this target expects of its drafter
   std::string tokenizer_sha256;
   std::string target_fingerprint;
   int hidden_size = 0;  // floats per tap layer per row
+  int num_layers = 0;   // the drafter's tap layer ids must be below it (0: not checked)
   // Sends fused rows (the drafter's fc + hidden_norm applied on the target's side) when set; not
   // owned, must outlive the channel. Rows that arrive fused (TapRows::fused, the target's verifier
   // fused them on its backend) are sent as they are; raw rows go through fusion->Fuse. The drafter
@@ -36,6 +39,19 @@ struct GrpcDraftChannelOptions {
   absl::Duration refused_backoff = absl::Seconds(5);  // after a handshake refusal
   int max_message_bytes = 64 << 20;
 };
+
+// The drafter the target can use from its HelloAck, or FailedPrecondition naming the first field
+// that does not fit `want` (vocabulary, tokenizer, checkpoint, block size in [2, 64], tap layers
+// 1 to 64 below want.num_layers, tap form and dtype, the fusion's drafter).
+absl::StatusOr<engine::DrafterInfo> AcceptHelloAck(const v1::HelloAck& ack,
+                                                   const GrpcDraftChannelOptions& want);
+// Bounds of a HelloAck's block size and tap layer count: far above any drafter's.
+inline constexpr uint32_t kMaxDraftBlockSize = 64;
+inline constexpr int kMaxDraftTapLayers = 64;
+
+// Stores a Proposal or StreamError reply in `box` (an error code outside the canonical set, or
+// OK, becomes UNKNOWN); other replies are ignored.
+void DeliverToBox(const v1::DraftReply& reply, engine::ProposalBox* box);
 
 // Thread-safe.
 class GrpcDraftChannel : public engine::DraftChannel {

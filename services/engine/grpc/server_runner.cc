@@ -20,7 +20,10 @@ absl::StatusOr<std::unique_ptr<RunningServer>> RunningServer::Start(
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(
+      options.listen,
+      options.credentials != nullptr ? options.credentials : grpc::InsecureServerCredentials(),
+      &port);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);

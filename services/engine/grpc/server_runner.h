@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 
 namespace twinspan::rpc {
@@ -19,6 +20,8 @@ struct ServerOptions {
   int max_message_bytes = 64 << 20;    // receive and send limit
   int max_concurrent_streams = 1024;   // per HTTP/2 connection
   absl::Duration drain_timeout = absl::Seconds(30);
+  // TLS, mutual TLS and bearer tokens (security::OpenSecurity); null: plaintext.
+  std::shared_ptr<grpc::ServerCredentials> credentials;
 };
 
 // Starts and stops one gRPC server. Thread-safe.

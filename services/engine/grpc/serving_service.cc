@@ -23,6 +23,10 @@ std::string Metadata(const grpc::CallbackServerContext& context, const char* key
   return it == md.end() ? std::string() : std::string(it->second.data(), it->second.size());
 }
 
+std::string NewRequestId(uint64_t counter) {
+  return absl::StrFormat("req-%x-%d", absl::ToUnixMicros(absl::Now()), counter);
+}
+
 // gRPC reports "no deadline" as the largest time point, which absl reads as a finite time.
 absl::Time DeadlineOf(const grpc::CallbackServerContext& context) {
   const auto deadline = context.deadline();
@@ -227,18 +231,30 @@ grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* context,
 
 }  // namespace
 
+bool IsPrintableRequestId(const std::string& id) {
+  if (id.empty() || id.size() > 256) return false;
+  for (char c : id) {
+    if (c < 0x21 || c > 0x7e) return false;
+  }
+  return true;
+}
+
 std::string RequestIdOf(const grpc::CallbackServerContext& context, const std::string& field,
                         uint64_t counter) {
   if (!field.empty()) return field;
   std::string from_metadata = Metadata(context, "x-request-id");
   if (!from_metadata.empty()) return from_metadata;
-  return absl::StrFormat("req-%x-%d", absl::ToUnixMicros(absl::Now()), counter);
+  return NewRequestId(counter);
 }
 
 grpc::ServerWriteReactor<v1::GenerateResponse>* ServingService::Generate(
     grpc::CallbackServerContext* context, const v1::GenerateRequest* request) {
   CallInfo info;
-  info.request_id = RequestIdOf(*context, request->request_id(), next_id_.fetch_add(1));
+  const uint64_t counter = next_id_.fetch_add(1);
+  info.request_id = RequestIdOf(*context, request->request_id(), counter);
+  // Ids go into every log line and the metadata to the next hop: no control characters.
+  const bool printable_id = IsPrintableRequestId(info.request_id);
+  if (!printable_id) info.request_id = NewRequestId(counter) + "-bad-id";
   info.session_key =
       request->session_key().empty() ? Metadata(*context, "x-session-key") : request->session_key();
   info.deadline = DeadlineOf(*context);
@@ -255,6 +271,12 @@ grpc::ServerWriteReactor<v1::GenerateResponse>* ServingService::Generate(
       info.deadline == absl::InfiniteFuture()
           ? std::string()
           : absl::StrCat(", deadline in ", absl::FormatDuration(info.deadline - info.arrival)));
+  if (!printable_id) {
+    call->Finish(absl::InvalidArgumentError(
+        "request_id (or x-request-id) must be 1 to 256 printable ASCII characters without "
+        "spaces"));
+    return reactor;
+  }
   backend_->Generate(*request, info, call);
   return reactor;
 }

@@ -43,6 +43,8 @@ class ServingService final : public v1::Serving::CallbackService {
   std::atomic<uint64_t> next_id_{1};
 };
 
+// True for 1 to 256 printable ASCII characters without spaces: what a request id may be.
+bool IsPrintableRequestId(const std::string& id);
 // The request id of a call: the request field, else "x-request-id" metadata, else a new one.
 std::string RequestIdOf(const grpc::CallbackServerContext& context, const std::string& field,
                         uint64_t counter);

@@ -31,6 +31,7 @@ int Run(int argc, char** argv) {
   twinspan::rpc::ServerOptions options;
   options.listen = f.listen;
   options.max_message_bytes = o.max_message_bytes;
+  options.credentials = process->security.server_credentials;
   auto server = twinspan::rpc::RunningServer::Start(options, {&service});
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());
@@ -45,4 +46,5 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) { return Run(argc, argv); }

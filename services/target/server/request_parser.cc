@@ -42,7 +42,13 @@ absl::StatusOr<std::string> Render(const v1::ChatMessages& chat, const engine::T
   engine::ChatOptions options;
   options.add_generation_prompt = !chat.skip_generation_prompt();
   options.enable_thinking = !chat.disable_thinking();
-  return codec.RenderChat(turns, options);
+  absl::StatusOr<std::string> rendered = codec.RenderChat(turns, options);
+  if (!rendered.ok() && !absl::IsFailedPrecondition(rendered.status())) {
+    // A template may quote the messages in its error: mark it so logs can leave it out.
+    return absl::Status(rendered.status().code(),
+                        absl::StrCat(kChatTemplateRefusal, rendered.status().message()));
+  }
+  return rendered;
 }
 
 absl::Status CheckTextSize(const char* what, size_t bytes, const RequestLimits& limits) {

@@ -14,6 +14,10 @@
 
 namespace twinspan::serving {
 
+// The start of every refusal that comes from rendering chat messages with the model's template
+// (its text may quote the messages, so logs leave it out unless --log-prompts).
+inline constexpr char kChatTemplateRefusal[] = "request: the chat template refused the messages: ";
+
 struct RequestLimits {
   int vocab_size = 0;             // prompt and stop ids must be below it
   int64_t max_context = 0;        // positions per stream

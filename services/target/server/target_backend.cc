@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/hash/sha256.h"
 #include "services/target/server/stop_matcher.h"
@@ -150,9 +152,24 @@ void TargetBackend::Generate(const v1::GenerateRequest& request, const rpc::Call
                              std::shared_ptr<rpc::GenerateWriter> writer) {
   absl::StatusOr<engine::EngineRequest> r = ParseGenerateRequest(request, call, *codec_, limits());
   if (!r.ok()) {
-    spdlog::info("[{}] refused: {}", call.request_id, r.status().ToString());
+    const bool quotes_messages = absl::StartsWith(r.status().message(), kChatTemplateRefusal);
+    spdlog::info("[{}] refused: {}", call.request_id,
+                 quotes_messages && !options_.log_prompts
+                     ? absl::StrCat(absl::StatusCodeToString(r.status().code()), ": ",
+                                    kChatTemplateRefusal, "(not logged without --log-prompts)")
+                     : r.status().ToString());
     writer->Finish(r.status());
     return;
+  }
+  if (options_.log_prompts) {
+    std::string text;
+    std::unique_ptr<engine::TextStream> stream = codec_->NewStream();
+    for (uint32_t id : r->prompt_ids) {
+      absl::StatusOr<std::string> piece = stream->Add({id});
+      if (piece.ok()) text += *piece;
+    }
+    text += stream->Finish();
+    spdlog::info("[{}] prompt (--log-prompts): \"{}\"", call.request_id, absl::CHexEscape(text));
   }
   spdlog::info("[{}] {} prompt tokens, max_tokens {}, temperature {}, seed {}, draft {}",
                call.request_id, r->prompt_ids.size(), r->max_tokens, r->sampling.temperature,

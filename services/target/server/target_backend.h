@@ -15,6 +15,9 @@ namespace twinspan::serving {
 struct TargetBackendOptions {
   std::string name = "target";  // served_by in replies
   RequestLimits limits;         // vocab_size and max_context are taken from the engine's model
+  // Logs each request's prompt text (--log-prompts). Off: no log line holds prompt or message
+  // text, not even a refusal that quotes it.
+  bool log_prompts = false;
 };
 
 // Thread-safe. `engine` and `codec` are not owned and must outlive the backend.

@@ -35,6 +35,10 @@ void AddTargetFlags(CLI::App& app, TargetFlags& f, bool with_grpc_drafter) {
                  "Longest a Generate may run, whatever the client's deadline (0: no limit)");
   app.add_option("--drain-seconds", f.drain_seconds, "Grace period for in-flight calls on SIGTERM");
   app.add_option("--log-level", f.log_level, "trace, debug, info, warn, error");
+  app.add_flag("--log-prompts", o.log_prompts,
+               "Log each request's prompt text (off: no log line holds prompt text)");
+  security::AddSecurityFlags(app, f.security,
+                             {.token_auth = true, .upstream_tls = with_grpc_drafter});
 }
 
 }  // namespace twinspan::serving

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "services/security/security_flags.h"
 #include "services/target/server/target_stack.h"
 
 namespace twinspan::serving {
@@ -13,6 +14,7 @@ namespace twinspan::serving {
 // Values of the flags that are not TargetStackOptions fields; Finish() folds them in.
 struct TargetFlags {
   TargetStackOptions stack;
+  security::SecurityFlags security;
   std::string listen = "127.0.0.1:50051";
   std::string metrics_listen = "127.0.0.1:0";
   std::string log_level = "info";
@@ -33,8 +35,9 @@ struct TargetFlags {
   }
 };
 
-// Adds --model, --listen, --metrics, --name, the drafter choice, engine sizes, limits, drain and
-// logging. `with_grpc_drafter` adds --drafter HOST:PORT.
+// Adds --model, --listen, --metrics, --name, the drafter choice, engine sizes, limits, drain,
+// logging and the port's security (TLS, bearer tokens). `with_grpc_drafter` adds --drafter
+// HOST:PORT and how it is dialled (--upstream-tls-*).
 void AddTargetFlags(CLI::App& app, TargetFlags& flags, bool with_grpc_drafter);
 
 }  // namespace twinspan::serving

@@ -12,6 +12,7 @@
 #include "common/metrics/serving_metrics.h"
 #include "prometheus/registry.h"
 #include "services/engine/grpc/server_runner.h"
+#include "services/security/security_flags.h"
 #include "services/target/server/target_flags.h"
 #include "services/target/server/target_stack.h"
 
@@ -20,6 +21,7 @@ namespace twinspan::serving {
 // Members are destroyed in reverse order: the /metrics server, then the stack, then the metrics
 // the stack counts into.
 struct TargetProcess {
+  security::ProcessSecurity security;  // the port's credentials (ServerOptions::credentials)
   std::shared_ptr<prometheus::Registry> registry;
   std::unique_ptr<metrics::ServingMetrics> metrics;
   std::unique_ptr<TargetStack> stack;
@@ -27,14 +29,17 @@ struct TargetProcess {
 };
 
 // Sets up logging as flags.stack.name, blocks the termination signals (call before any thread
-// starts), opens the target stack with `open_drafter` and serves /metrics on flags.metrics_listen.
-// REQUIRES: flags.Finish() was called. Errors: those of TargetStack::Open and MetricsHttp::Start.
+// starts), opens the security flags' credentials (before the model: a bad certificate fails fast),
+// opens the target stack with `open_drafter` (dialling a gRPC drafter as --upstream-tls-* say)
+// and serves /metrics on flags.metrics_listen (behind the bearer token unless exempt).
+// REQUIRES: flags.Finish() was called. Errors: those of security::OpenSecurity, TargetStack::Open
+// and MetricsHttp::Start.
 absl::StatusOr<TargetProcess> StartTargetProcess(const TargetFlags& flags,
                                                  DraftModelOpener open_drafter);
 
 // Blocks until SIGTERM or SIGINT, logs it as `role`, runs `on_signal` (when set), then stops taking
-// calls on `server`, drains `stack`'s engine for up to `drain_seconds` and shuts `server` down a
-// second later.
+// calls on `server`, drains `stack`'s engine for up to `drain_seconds`, ends what still runs then
+// with UNAVAILABLE naming the drain, and shuts `server` down a second later.
 void DrainOnSignal(const std::string& role, double drain_seconds, rpc::RunningServer& server,
                    TargetStack& stack, const std::function<void()>& on_signal = {});
 

@@ -70,6 +70,14 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   topt.drafter_configured = !o.drafter_address.empty() || !o.drafter_model_dir.empty();
   ABSL_ASSIGN_OR_RETURN(p.model, target::OpenTargetModel(o.model_dir, topt));
   ABSL_ASSIGN_OR_RETURN(p.codec, TokenizerCodec::Open(o.model_dir));
+  if (p.codec->tokenizer().vocab_size() > p.model->config().vocab_size) {
+    // Ids past the embedding would be refused in every request that produced them.
+    return absl::InvalidArgumentError(absl::StrCat(
+        o.model_dir, "/tokenizer.json has ", p.codec->tokenizer().vocab_size(),
+        " token ids, more than the vocab_size ", p.model->config().vocab_size, " of ", o.model_dir,
+        "/config.json: the tokenizer belongs to another model; put the checkpoint's "
+        "own tokenizer.json beside it"));
+  }
   ABSL_ASSIGN_OR_RETURN(std::string fingerprint, engine::CheckpointFingerprint(o.model_dir));
 
   const target::TargetConfig& config = p.model->config();
@@ -80,6 +88,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   info.max_context = o.context;
   for (int64_t id : config.eos_token_ids) info.eos_ids.push_back(static_cast<uint32_t>(id));
   info.hidden_size = static_cast<int>(config.hidden_size);
+  info.num_layers = static_cast<int>(config.num_layers);
   info.checkpoint_fingerprint = fingerprint;
   info.backend = p.backend->name();
   TargetVerifierOptions vopt;
@@ -110,11 +119,13 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   } else if (!o.drafter_address.empty()) {
     rpc::GrpcDraftChannelOptions copt;
     copt.address = o.drafter_address;
+    copt.security = o.drafter_security;
     copt.target_name = o.name;
     copt.vocab_size = info.vocab_size;
     copt.tokenizer_sha256 = p.codec->sha256();
     copt.target_fingerprint = fingerprint;
     copt.hidden_size = info.hidden_size;
+    copt.num_layers = info.num_layers;
     copt.max_message_bytes = o.max_message_bytes;
     copt.bf16_taps = o.bf16_taps;
     if (!o.fuse_taps_drafter_dir.empty()) {
@@ -146,6 +157,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
       engine::LaneEngine::Start(eopt, p.verifier.get(), p.sampler.get(), channel, metrics));
   TargetBackendOptions bopt;
   bopt.name = o.name;
+  bopt.log_prompts = o.log_prompts;
   bopt.limits.default_max_tokens = o.default_max_tokens;
   bopt.limits.max_prompt_tokens = o.max_prompt_tokens;
   bopt.limits.max_tokens_limit = o.max_tokens_limit;

@@ -12,6 +12,7 @@
 #include "services/engine/draft_channel.h"
 #include "services/engine/draft_model.h"
 #include "services/engine/lane_engine.h"
+#include "services/security/channel_security.h"
 #include "services/target/server/target_backend.h"
 
 namespace twinspan::metrics {
@@ -33,7 +34,8 @@ struct TargetStackOptions {
   std::string device = "cpu";
   // --drafter-device: where the in-process drafter runs; empty: on --device.
   std::string drafter_device;
-  std::string drafter_address;            // a twinspan-drafter (split mode)
+  std::string drafter_address;                 // a twinspan-drafter (split mode)
+  security::ChannelSecurity drafter_security;  // how drafter_address is dialled
   std::string drafter_model_dir;          // or a drafter run in this process (single-process mode)
   std::string head_variant = "two-span";  // of the in-process drafter
   // Split mode: the drafter checkpoint whose fc + hidden_norm this target applies before sending
@@ -46,6 +48,7 @@ struct TargetStackOptions {
   int max_tokens_limit = 4096;
   int default_max_tokens = 256;
   int max_message_bytes = 64 << 20;
+  bool log_prompts = false;  // --log-prompts: each request's prompt text in the log
 };
 
 // Opens an in-process drafter for `target_dir`'s model: set by the drafter server library when it

@@ -1,5 +1,8 @@
 #include "services/target/server/tokenizer_codec.h"
 
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "common/tokenizer/stream_decoder.h"
 #include "nlohmann/json.hpp"
@@ -20,6 +23,15 @@ class DecoderStream : public engine::TextStream {
   tokenizer::StreamDecoder decoder_;
 };
 
+// Where ChatTemplate::Open found the template, for messages.
+std::string ChatTemplateFile(const std::string& dir) {
+  std::string config = dir + "/tokenizer_config.json";
+  std::ifstream in(config);
+  const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_discarded() && json.is_object() && json.contains("chat_template")) return config;
+  return dir + "/chat_template.jinja";
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TokenizerCodec>> TokenizerCodec::Open(const std::string& dir) {
@@ -29,7 +41,28 @@ absl::StatusOr<std::unique_ptr<TokenizerCodec>> TokenizerCodec::Open(const std::
   if (chat.ok()) {
     codec->chat_ = *std::move(chat);
   } else if (!absl::IsNotFound(chat.status())) {
-    return chat.status();
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, ": the chat template (", ChatTemplateFile(dir),
+                     ") does not load: ", chat.status().message(),
+                     "; fix the template, or remove it to serve prompts and token ids only"));
+  }
+  if (codec->chat_.has_value()) {
+    // A template that cannot render one user message would fail every chat request: refuse it
+    // now, where the operator sees it, instead of at the first request.
+    const std::vector<engine::ChatTurn> probe = {{"user", "Hello"}};
+    for (const bool prompt : {true, false}) {
+      engine::ChatOptions options;
+      options.add_generation_prompt = prompt;
+      absl::StatusOr<std::string> rendered = codec->RenderChat(probe, options);
+      absl::Status status = rendered.status();
+      if (status.ok()) status = codec->Encode(*rendered, /*parse_special=*/true).status();
+      if (!status.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(dir, ": the chat template (", ChatTemplateFile(dir),
+                         ") cannot render a conversation of one user message: ", status.message(),
+                         "; fix the template, or remove it to serve prompts and token ids only"));
+      }
+    }
   }
   return codec;
 }

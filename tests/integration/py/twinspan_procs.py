@@ -145,5 +145,18 @@ def wait_ready(channel, timeout=30):
     grpc.channel_ready_future(channel).result(timeout=timeout)
 
 
+def proc_stats(pid):
+    """{"rss_kib", "threads", "fds"} of a live process, from /proc."""
+    stats = {"rss_kib": 0, "threads": 0}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                stats["rss_kib"] = int(line.split()[1])
+            elif line.startswith("Threads:"):
+                stats["threads"] = int(line.split()[1])
+    stats["fds"] = len(os.listdir("/proc/%d/fd" % pid))
+    return stats
+
+
 def tempdir(prefix):
     return tempfile.mkdtemp(prefix=prefix)

@@ -13,7 +13,8 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- /* The device flag value of a container: the pod's GPU, or the CPU without GPUs. */ -}}
 {{- define "twinspan.device" -}}{{ ternary .device "cpu" .root.Values.gpu.enabled }}{{- end -}}
 
-{{- /* TLS and auth flags of a server (and of its client side: the same certificate). */ -}}
+{{- /* TLS and auth flags of a server, and of its client side when it dials another service
+       (`dials`: a target with a gRPC drafter, the router): the same certificate and CA. */ -}}
 {{- define "twinspan.securityArgs" -}}
 {{- if .root.Values.tls.enabled }}
 - --tls-cert=/etc/twinspan/tls/tls.crt
@@ -21,9 +22,19 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- if .root.Values.tls.mutual }}
 - --tls-ca=/etc/twinspan/tls/ca.crt
 {{- end }}
+{{- if .dials }}
+- --upstream-tls-ca=/etc/twinspan/tls/ca.crt
+{{- if .root.Values.tls.mutual }}
+- --upstream-tls-cert=/etc/twinspan/tls/tls.crt
+- --upstream-tls-key=/etc/twinspan/tls/tls.key
+{{- end }}
+{{- end }}
 {{- end }}
 {{- if and .public .root.Values.auth.enabled }}
 - --auth-token-file=/etc/twinspan/auth/{{ .root.Values.auth.key }}
+{{- if .root.Values.auth.exemptHealthMetrics }}
+- --auth-exempt-health-metrics
+{{- end }}
 {{- end }}
 {{- end -}}
 
