@@ -18,6 +18,8 @@
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/lane_engine.h"
 #include "services/engine/proposal_box.h"
+#include "services/structured/grammar_constraint.h"
+#include "services/structured/prefix_matcher.h"
 #include "tests/integration/toy_models.h"
 
 namespace twinspan::engine {
@@ -134,6 +136,55 @@ TEST_F(EngineTest, DraftedEqualsPlainGreedyAndSampled) {
       accepted += drafted[0].accepted;
       EXPECT_EQ(drafted[0].tokens_per_round.size(), static_cast<size_t>(drafted[0].rounds));
     }
+    if (temperature == 0.0f) EXPECT_GT(accepted, 0);
+  }
+}
+
+// The toy vocabulary as bytes for a grammar: id i is the character '!' + i, two-character ids
+// near the end, and no bytes for EOS.
+std::shared_ptr<const structured::VocabTrie> ToyTrie() {
+  std::vector<std::optional<std::string>> bytes(kVocab);
+  for (uint32_t id = 0; id < kEos; ++id) {
+    bytes[id] = id < 94 ? std::string(1, static_cast<char>('!' + id)) : std::string("ab");
+  }
+  return std::make_shared<structured::VocabTrie>(bytes);
+}
+
+TEST_F(EngineTest, DraftedEqualsPlainUnderAGrammarAndTheOutputMatches) {
+  // '!'..'Z' (ids 0..57) only, 5 to 30 of them: the toy's unmasked greedy drafts are often
+  // outside it, so drafts are cut before verification as well as accepted.
+  const std::string pattern = "[!-Z]{5,30}";
+  structured::GrammarCompiler compiler(ToyTrie(), {kEos});
+  auto matcher = structured::PrefixMatcher::Compile(pattern);
+  ASSERT_TRUE(matcher.ok());
+  for (float temperature : {0.0f, 0.8f}) {
+    auto plain_engine = Start(1, false);
+    auto draft_engine = Start(2, true);
+    int64_t accepted = 0, drafted_total = 0;
+    for (int which = 0; which < 4; ++which) {
+      EngineRequest r = MakeRequest(which, temperature, true);
+      r.max_tokens = 60;
+      auto constraint = compiler.Compile({structured::GrammarKind::kRegex, pattern});
+      ASSERT_TRUE(constraint.ok()) << constraint.status();
+      r.constraint = *std::move(constraint);
+      auto plain = RunAll(*plain_engine, {r});
+      auto drafted = RunAll(*draft_engine, {r, r});  // two concurrent copies, each its own state
+      ASSERT_EQ(plain.size(), 1u);
+      ASSERT_EQ(drafted.size(), 2u);
+      EXPECT_EQ(plain[0].completion_ids, drafted[0].completion_ids) << "t=" << temperature;
+      EXPECT_EQ(drafted[1].completion_ids, drafted[0].completion_ids);
+      EXPECT_EQ(plain[0].finish_reason, FinishReason::kEos);
+      ASSERT_FALSE(plain[0].completion_ids.empty());
+      EXPECT_EQ(plain[0].completion_ids.back(), kEos);
+      std::string text;
+      for (size_t i = 0; i + 1 < plain[0].completion_ids.size(); ++i) {
+        text.push_back(static_cast<char>('!' + plain[0].completion_ids[i]));
+      }
+      EXPECT_TRUE(*(*matcher)->IsComplete(text)) << text;
+      accepted += drafted[0].accepted;
+      drafted_total += drafted[0].drafted;
+    }
+    EXPECT_GT(drafted_total, 0);
     if (temperature == 0.0f) EXPECT_GT(accepted, 0);
   }
 }
