@@ -15,6 +15,7 @@
 #include "common/metrics/serving_metrics.h"
 #include "services/engine/grpc/server_runner.h"
 #include "services/engine/grpc/serving_service.h"
+#include "services/http/http_api.h"
 #include "services/router/process_launcher.h"
 #include "services/router/router_backend.h"
 #include "services/router/router_config.h"
@@ -49,6 +50,8 @@ int Run(int argc, char** argv) {
   twinspan::security::SecurityFlags security_flags;
   twinspan::security::AddSecurityFlags(app, security_flags,
                                        {.token_auth = true, .upstream_tls = true});
+  twinspan::http::HttpFlags http_flags;
+  twinspan::http::AddHttpFlags(app, http_flags);
   CLI11_PARSE(app, argc, argv);
   twinspan::rpc::SetUpLogging("router", log_level);
   twinspan::rpc::BlockTerminationSignals();
@@ -115,8 +118,19 @@ int Run(int argc, char** argv) {
     spdlog::error("{}", server.status().ToString());
     return 1;
   }
+  if (http_flags.listen.empty()) http_flags.listen = config->http;
+  twinspan::http::OpenAiFrontOptions http_options;
+  http_options.max_request_duration =
+      max_request_seconds > 0 ? absl::Seconds(max_request_seconds) : absl::InfiniteDuration();
+  auto http_api =
+      twinspan::http::HttpApi::Start(http_flags, &backend, http_options, config->max_message_bytes);
+  if (!http_api.ok()) {
+    spdlog::error("{}", http_api.status().ToString());
+    return 1;
+  }
   spdlog::info("router: {} pools, listening on port {}", config->pools.size(), (*server)->port());
-  twinspan::rpc::AnnounceListening("router", (*server)->port(), (*http)->port());
+  twinspan::rpc::AnnounceListening("router", (*server)->port(), (*http)->port(),
+                                   *http_api != nullptr ? (*http_api)->port() : 0);
 
   const int signal = twinspan::rpc::WaitForTerminationSignal();
   spdlog::info("router: signal {}, draining for up to {} s", signal, drain_seconds);
@@ -131,6 +145,7 @@ int Run(int argc, char** argv) {
     backend.WaitIdle(absl::Seconds(5));
   }
   (*server)->Shutdown(absl::Now() + absl::Seconds(1));
+  http_api->reset();  // its open requests ended with the calls above
   backend.Stop();
   launcher.StopAll(absl::Seconds(drain_seconds));
   spdlog::info("router: stopped");
