@@ -16,10 +16,10 @@ namespace {
 class CivetExchange : public HttpExchange {
  public:
   CivetExchange(mg_connection* conn, const mg_request_info* info, std::string body)
-      : conn_(conn), info_(info), body_(std::move(body)) {
-    const std::string uri = info->local_uri != nullptr ? info->local_uri : "/";
-    path_ = uri;
-  }
+      : conn_(conn),
+        info_(info),
+        body_(std::move(body)),
+        path_(info->local_uri != nullptr ? info->local_uri : "/") {}
 
   absl::string_view method() const override { return info_->request_method; }
   absl::string_view path() const override { return path_; }

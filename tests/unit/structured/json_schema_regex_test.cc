@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "services/structured/prefix_matcher.h"
 
@@ -90,7 +91,7 @@ TEST(JsonSchemaRegexTest, RefusesWhatItCannotEnforce) {
   EXPECT_FALSE(JsonSchemaToRegex(R"({"type":"string","maxLength":-1})").ok());
   EXPECT_FALSE(JsonSchemaToRegex("false").ok());
   std::string deep = "{}";
-  for (int i = 0; i < 40; ++i) deep = R"({"type":"array","items":)" + deep + "}";
+  for (int i = 0; i < 40; ++i) deep = absl::StrCat(R"({"type":"array","items":)", deep, "}");
   r = JsonSchemaToRegex(deep);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
