@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/tokenizer/utf8.h"
 #include "services/structured/json_schema_regex.h"
 
 namespace twinspan::structured {
@@ -18,24 +19,6 @@ constexpr char kNonAscii[] =
 
 bool IsNameChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_';
-}
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
 }
 
 class Parser {
@@ -209,15 +192,12 @@ class Parser {
     if (pos_ >= text_.size()) return Error("unexpected end of grammar");
     const auto c = static_cast<unsigned char>(text_[pos_]);
     if (c != '\\') {
-      // A raw UTF-8 character.
-      int n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-      uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
-      for (int i = 1; i < n; ++i) {
-        if (pos_ + i >= text_.size()) return Error("truncated UTF-8");
-        cp = (cp << 6) | (static_cast<unsigned char>(text_[pos_ + i]) & 0x3F);
-      }
+      // A raw character, strictly decoded: no overlongs, surrogates or stray continuation bytes.
+      const size_t n = tokenizer::Utf8SequenceLength(text_, pos_);
+      if (n == 0) return Error(absl::StrFormat("invalid UTF-8 (byte 0x%02X)", c));
+      const char32_t cp = tokenizer::DecodeUtf8At(text_, pos_, n);
       pos_ += n;
-      return cp;
+      return static_cast<uint32_t>(cp);
     }
     if (pos_ + 1 >= text_.size()) return Error("a lone backslash");
     const char e = text_[pos_ + 1];
@@ -243,7 +223,9 @@ class Parser {
                                                    : std::tolower(h) - 'a' + 10);
         }
         pos_ += digits;
-        if (cp > 0x10FFFF) return Error("code point past U+10FFFF");
+        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+          return Error("an escape names a surrogate or a code point past U+10FFFF");
+        }
         return cp;
       }
       default:
@@ -258,7 +240,7 @@ class Parser {
       if (text_[pos_] == '\n') return Error("newline inside a literal");
       absl::StatusOr<uint32_t> cp = Char();
       if (!cp.ok()) return cp.status();
-      AppendUtf8(*cp, &bytes);
+      tokenizer::AppendUtf8(*cp, &bytes);
     }
     if (pos_ >= text_.size()) return Error("unclosed literal");
     ++pos_;
@@ -289,7 +271,7 @@ class Parser {
         if (hi != *lo) return Error("class ranges over non-ASCII characters are not supported");
         if (negated) return Error("a negated class may list ASCII characters only");
         std::string utf8;
-        AppendUtf8(*lo, &utf8);
+        tokenizer::AppendUtf8(*lo, &utf8);
         non_ascii.push_back(RegexLiteral(utf8));
         continue;
       }

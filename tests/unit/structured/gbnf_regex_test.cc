@@ -55,6 +55,16 @@ TEST(GbnfRegexTest, RefusesBadGrammars) {
     ASSERT_FALSE(r.ok()) << g;
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << g;
   }
+  // Characters that are no Unicode scalar value: surrogates (escaped or raw), overlongs, stray
+  // continuation bytes and truncated sequences.
+  for (const char* g :
+       {"root ::= \"\\uD800\"\n", "root ::= \"\\U00110000\"\n", "root ::= [\\uDFFF]\n",
+        "root ::= \"\xed\xa0\x80\"\n", "root ::= \"\xc0\xaf\"\n", "root ::= \"\x80\"\n",
+        "root ::= \"\xe2\x82\"\n"}) {
+    absl::StatusOr<std::string> bad = GbnfToRegex(g);
+    ASSERT_FALSE(bad.ok()) << g << " gave " << *bad;
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << g;
+  }
   absl::StatusOr<std::string> r = GbnfToRegex("root ::= missing\n");
   EXPECT_NE(r.status().message().find("missing"), std::string::npos) << r.status();
   // Left recursion translates; PCRE2 finds the call that loops when it first matches, which
