@@ -109,7 +109,7 @@ absl::Status LaneEngine::ConstrainWindow(Stream& s) {
             ": structured output: no token of the vocabulary can continue the output"));
       }
       // The draft before ended the output (an end id): verify without it, nothing may follow.
-      s.allowed.pop_back();
+      // Its row keeps its mask: the window's last row still draws under the grammar.
       s.drafts.resize(row - 1);
       return absl::OkStatus();
     }

@@ -189,6 +189,72 @@ TEST_F(EngineTest, DraftedEqualsPlainUnderAGrammarAndTheOutputMatches) {
   }
 }
 
+// ToyDrafter's sessions with every proposal replaced by EOS: drafts that end the output.
+class EosDrafter : public DraftModel {
+ public:
+  explicit EosDrafter(const DraftModel* inner) : inner_(inner) {}
+  const DrafterInfo& info() const override { return inner_->info(); }
+  absl::StatusOr<std::unique_ptr<DraftSession>> NewSession() const override {
+    absl::StatusOr<std::unique_ptr<DraftSession>> session = inner_->NewSession();
+    if (!session.ok()) return session.status();
+    return std::make_unique<Session>(*std::move(session));
+  }
+
+ private:
+  class Session : public DraftSession {
+   public:
+    explicit Session(std::unique_ptr<DraftSession> inner) : inner_(std::move(inner)) {}
+    absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt_ids,
+                                               const TapRows& prompt_taps,
+                                               uint32_t pending) override {
+      return AllEos(inner_->Open(prompt_ids, prompt_taps, pending));
+    }
+    absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
+                                                 const TapRows& taps, uint32_t pending) override {
+      return AllEos(inner_->Commit(ids, taps, pending));
+    }
+
+   private:
+    static absl::StatusOr<std::vector<uint32_t>> AllEos(
+        absl::StatusOr<std::vector<uint32_t>> drafts) {
+      if (drafts.ok()) std::fill(drafts->begin(), drafts->end(), kEos);
+      return drafts;
+    }
+    std::unique_ptr<DraftSession> inner_;
+  };
+  const DraftModel* inner_;
+};
+
+TEST_F(EngineTest, ADraftThatEndsTheOutputUnderAGrammarKeepsEveryRowMasked) {
+  // Once the output matches, EOS is an allowed draft and nothing may follow it: the window must
+  // still mask its last row, or that row draws an id outside the grammar.
+  const std::string pattern = "[!-Z]{1,30}";
+  structured::GrammarCompiler compiler(ToyTrie(), {kEos});
+  EosDrafter eos_drafter(&drafter_);
+  InProcessDraftChannel eos_channel(&eos_drafter);
+  EngineOptions options;
+  options.draft_timeout = absl::Seconds(5);
+  auto plain_engine = Start(1, false);
+  auto draft_engine = LaneEngine::Start(options, &model_, &sampler_, &eos_channel, nullptr);
+  ASSERT_TRUE(draft_engine.ok()) << draft_engine.status();
+  // Every round after the first offers EOS where the output already matches: the EOS draft is cut
+  // (nothing can follow it) and the window's one row draws under the grammar's mask.
+  for (float temperature : {0.0f, 0.8f}) {
+    for (int which = 0; which < 4; ++which) {
+      EngineRequest r = MakeRequest(which, temperature, true);
+      r.max_tokens = 60;
+      auto constraint = compiler.Compile({structured::GrammarKind::kRegex, pattern});
+      ASSERT_TRUE(constraint.ok()) << constraint.status();
+      r.constraint = *std::move(constraint);
+      auto plain = RunAll(*plain_engine, {r});
+      auto with_eos_drafts = RunAll(**draft_engine, {r});
+      ASSERT_EQ(plain.size(), 1u);
+      ASSERT_EQ(with_eos_drafts.size(), 1u) << "t=" << temperature << " request " << which;
+      EXPECT_EQ(plain[0].completion_ids, with_eos_drafts[0].completion_ids) << "t=" << temperature;
+    }
+  }
+}
+
 TEST_F(EngineTest, DraftFalseRunsPlain) {
   auto engine = Start(1, true);
   auto with = RunAll(*engine, {MakeRequest(1, 0.0f, true)});
