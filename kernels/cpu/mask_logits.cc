@@ -1,5 +1,6 @@
 #include "kernels/cpu/mask_logits.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_format.h"
@@ -18,11 +19,23 @@ absl::Status MaskLogits(const Context& ctx, float* logits, int64_t stride, int64
     return absl::InvalidArgumentError("MaskLogits: logits and allowed must not be null");
   }
   const int64_t words = MaskWords(vocab);
+  constexpr float kNever = -std::numeric_limits<float>::infinity();
   for (int64_t r = 0; r < rows; ++r) {
     float* row = logits + r * stride;
     const uint32_t* mask = allowed + r * words;
-    for (int64_t i = 0; i < vocab; ++i) {
-      if (((mask[i / 32] >> (i % 32)) & 1u) == 0) row[i] = -std::numeric_limits<float>::infinity();
+    // Word by word: a grammar's mask is mostly all-clear or all-set words.
+    for (int64_t w = 0; w < words; ++w) {
+      const uint32_t bits = mask[w];
+      const int64_t first = w * 32;
+      const int64_t n = std::min<int64_t>(32, vocab - first);
+      if (bits == ~0u) continue;
+      if (bits == 0u) {
+        std::fill_n(row + first, n, kNever);
+        continue;
+      }
+      for (int64_t b = 0; b < n; ++b) {
+        if (((bits >> b) & 1u) == 0) row[first + b] = kNever;
+      }
     }
   }
   return absl::OkStatus();

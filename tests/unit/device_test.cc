@@ -145,5 +145,30 @@ TEST(HostLogitsSamplerTest, AMaskedRowDrawsOnlyAllowedIdsAsTheKeyedSamplerDoesOn
       cpu::MaskLogits({}, masked.data(), vocab - 1, vocab, masks.data(), 1)));
 }
 
+TEST(MaskLogitsTest, EqualsTheIdByIdRuleForWholeEmptyAndMixedWordsAndLeavesPastVocabAlone) {
+  const int64_t vocab = 200, stride = 203, rows = 3, words = cpu::MaskWords(vocab);
+  std::mt19937 rng(9);
+  std::vector<uint32_t> masks(rows * words);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t w = 0; w < words; ++w) {
+      // All-set, all-clear and mixed words, and the last word's bits past vocab set or not.
+      const uint32_t kind = (r + w) % 3;
+      masks[r * words + w] = kind == 0 ? ~0u : kind == 1 ? 0u : static_cast<uint32_t>(rng());
+    }
+  }
+  std::vector<float> logits(rows * stride);
+  for (float& x : logits) x = static_cast<float>(rng() % 1000) / 100.0f;
+  std::vector<float> want = logits;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < vocab; ++i) {
+      if (((masks[r * words + i / 32] >> (i % 32)) & 1u) == 0) {
+        want[r * stride + i] = -std::numeric_limits<float>::infinity();
+      }
+    }
+  }
+  ASSERT_TRUE(cpu::MaskLogits({}, logits.data(), stride, vocab, masks.data(), rows).ok());
+  EXPECT_EQ(logits, want);
+}
+
 }  // namespace
 }  // namespace twinspan::device
