@@ -72,6 +72,7 @@ std::vector<Case> Cases() {
       {"schema/start", {GrammarKind::kJsonSchema, kSchema}, ""},
       {"schema/mid", {GrammarKind::kJsonSchema, kSchema}, R"({"name": "Ada", "age": 36, "la)"},
       {"free_text/start", {GrammarKind::kJsonSchema, kFreeText}, ""},
+      {"free_text/in_string", {GrammarKind::kJsonSchema, kFreeText}, R"({"notes": ")"},
       {"free_text/256B",
        {GrammarKind::kJsonSchema, kFreeText},
        R"({"notes": ")" + std::string(notes, 0, 256)},
@@ -157,9 +158,8 @@ const bool kRegistered = [] {
                                  [&c](benchmark::State& s) { BM_AllowedNext(s, c); })
         ->Unit(benchmark::kMillisecond);
   }
-  static const Case narrow = cases[1];
-  static const Case wide{
-      "free_text/in_string", {GrammarKind::kJsonSchema, kFreeText}, R"({"notes": ")"};
+  static const Case& narrow = cases[1];
+  static const Case& wide = cases[3];
   for (const Case* c : {&narrow, &wide}) {
     benchmark::RegisterBenchmark(
         (std::string("BM_MaskLogitsRow/") + (c == &narrow ? "narrow" : "wide")).c_str(),
