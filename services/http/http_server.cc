@@ -4,6 +4,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -15,11 +16,14 @@ namespace {
 
 class CivetExchange : public HttpExchange {
  public:
-  CivetExchange(mg_connection* conn, const mg_request_info* info, std::string body)
+  // `closes`: the connection closes after the reply (a request whose body was left unread).
+  CivetExchange(mg_connection* conn, const mg_request_info* info, std::string body,
+                bool closes = false)
       : conn_(conn),
         info_(info),
         body_(std::move(body)),
-        path_(info->local_uri != nullptr ? info->local_uri : "/") {}
+        path_(info->local_uri != nullptr ? info->local_uri : "/"),
+        closes_(closes) {}
 
   absl::string_view method() const override { return info_->request_method; }
   absl::string_view path() const override { return path_; }
@@ -32,13 +36,16 @@ class CivetExchange : public HttpExchange {
     return {};
   }
   const std::string& body() const override { return body_; }
+  void AddHeader(absl::string_view name, absl::string_view value) override {
+    headers_.emplace_back(name, value);
+  }
 
   bool Reply(int status, absl::string_view content_type, absl::string_view body) override {
     if (started_) return false;
     started_ = true;
     const std::string type(content_type);
     const std::string length = absl::StrCat(body.size());
-    if (mg_response_header_start(conn_, status) != 0) return false;
+    if (!StartHeaders(status)) return false;
     mg_response_header_add(conn_, "Content-Type", type.c_str(), -1);
     mg_response_header_add(conn_, "Content-Length", length.c_str(), -1);
     return mg_response_header_send(conn_) == 0 && Write(body);
@@ -49,7 +56,7 @@ class CivetExchange : public HttpExchange {
     started_ = true;
     streaming_ = true;
     const std::string type(content_type);
-    if (mg_response_header_start(conn_, status) != 0) return false;
+    if (!StartHeaders(status)) return false;
     mg_response_header_add(conn_, "Content-Type", type.c_str(), -1);
     mg_response_header_add(conn_, "Cache-Control", "no-cache", -1);
     mg_response_header_add(conn_, "Transfer-Encoding", "chunked", -1);
@@ -68,8 +75,20 @@ class CivetExchange : public HttpExchange {
   }
 
   bool started() const { return started_; }
+  int status() const { return status_; }
 
  private:
+  // Before the status line: the headers say whether the connection stays open.
+  bool StartHeaders(int status) {
+    status_ = status;
+    if (closes_) mg_disable_connection_keep_alive(conn_);
+    if (mg_response_header_start(conn_, status) != 0) return false;
+    for (const auto& [name, value] : headers_) {
+      mg_response_header_add(conn_, name.c_str(), value.c_str(), -1);
+    }
+    return true;
+  }
+
   bool Write(absl::string_view data) {
     return data.empty() ||
            mg_write(conn_, data.data(), data.size()) == static_cast<int>(data.size());
@@ -79,6 +98,9 @@ class CivetExchange : public HttpExchange {
   const mg_request_info* info_;
   std::string body_;
   std::string path_;
+  std::vector<std::pair<std::string, std::string>> headers_;  // for the reply not yet started
+  const bool closes_;
+  int status_ = 0;
   bool started_ = false;
   bool streaming_ = false;
 };
@@ -88,24 +110,32 @@ class CivetExchange : public HttpExchange {
 struct HttpServer::Impl {
   HttpServerOptions options;
   HttpHandler handler;
+  HttpGate gate;
   mg_context* context = nullptr;
 
   // 413 in the OpenAI error shape the API's other errors have; the connection closes after it.
   static int TooLarge(mg_connection* conn, const mg_request_info* info, int64_t limit) {
-    CivetExchange(conn, info, "")
+    CivetExchange(conn, info, "", /*closes=*/true)
         .Reply(413, "application/json",
                absl::StrCat(
                    R"json({"error":{"message":"the request body is over the limit of )json", limit,
                    R"json( bytes (--max-message-mb)","type":"invalid_request_error",)json",
                    R"json("param":null,"code":"RESOURCE_EXHAUSTED"}})json"));
-    mg_disable_connection_keep_alive(conn);
     return 413;
   }
 
-  // civetweb's request callback: reads the body under the limit, then runs the handler.
+  // civetweb's request callback: the gate on the headers, the body read under the limit, then
+  // the handler.
   static int Serve(mg_connection* conn, void* data) {
     auto* impl = static_cast<Impl*>(data);
     const mg_request_info* info = mg_get_request_info(conn);
+    if (impl->gate) {
+      CivetExchange headers_only(conn, info, "", /*closes=*/true);
+      if (!impl->gate(headers_only)) {
+        if (!headers_only.started()) headers_only.Reply(500, "text/plain", "no reply\n");
+        return headers_only.status();
+      }
+    }
     const int64_t limit = impl->options.max_body_bytes;
     if (info->content_length > limit) return TooLarge(conn, info, limit);
     std::string body;
@@ -130,7 +160,7 @@ struct HttpServer::Impl {
 };
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
-                                                              HttpHandler handler) {
+                                                              HttpHandler handler, HttpGate gate) {
   if (options.threads < 1 || options.threads > 4096 || options.max_body_bytes < 1) {
     return absl::InvalidArgumentError(absl::StrCat("http: threads ", options.threads,
                                                    " must be in [1, 4096] and the body limit "
@@ -139,6 +169,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->handler = std::move(handler);
+  impl->gate = std::move(gate);
   mg_init_library(0);
   const std::string threads = absl::StrCat(options.threads);
   const std::string timeout = absl::StrCat(options.socket_timeout_ms);

@@ -30,6 +30,8 @@ class HttpExchange {
   // The value of header `name` (any case), empty when absent.
   virtual absl::string_view header(absl::string_view name) const = 0;
   virtual const std::string& body() const = 0;
+  // A header for the reply that Reply or StartStream starts next.
+  virtual void AddHeader(absl::string_view name, absl::string_view value) = 0;
   // The whole reply. False when the client is gone.
   virtual bool Reply(int status, absl::string_view content_type, absl::string_view body) = 0;
   // Starts a chunked reply; Send writes one chunk, End the last. False when the client is gone.
@@ -39,15 +41,20 @@ class HttpExchange {
 };
 
 using HttpHandler = std::function<void(HttpExchange&)>;
+// Runs on the headers before the body is read (an empty body()): true lets the request on to the
+// handler; false after replying ends it there, its body unread and its connection closed.
+using HttpGate = std::function<bool(HttpExchange&)>;
 
 // Owns the listener; stops it (waiting for handlers to return) on destruction.
 class HttpServer {
  public:
-  // Serves every request with `handler` (which must reply) on options.threads threads; a body
-  // over max_body_bytes is refused with 413 before the handler runs. Unavailable naming the
-  // address when it cannot be bound; InvalidArgument for options out of range.
+  // Serves every request that `gate` (when set) lets on with `handler` (which must reply) on
+  // options.threads threads; a body over max_body_bytes is refused with 413 before the handler
+  // runs. Unavailable naming the address when it cannot be bound; InvalidArgument for options out
+  // of range.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
-                                                           HttpHandler handler);
+                                                           HttpHandler handler,
+                                                           HttpGate gate = nullptr);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
