@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -124,14 +125,20 @@ std::string OpenAiFront::NextId(const char* prefix) {
                          next_id_.fetch_add(1));
 }
 
+bool OpenAiFront::Admit(HttpExchange& exchange) {
+  if (!options_.authorize || (options_.exempt_health && exchange.path() == "/health")) return true;
+  const absl::Status s = options_.authorize(exchange.header("authorization"));
+  if (s.ok()) return true;
+  spdlog::debug("http: refused a request to {} without a valid token",
+                absl::CHexEscape(exchange.path()));
+  exchange.AddHeader("WWW-Authenticate", "Bearer");
+  ReplyError(exchange, s);
+  return false;
+}
+
 void OpenAiFront::Handle(HttpExchange& exchange) {
   const absl::string_view path = exchange.path();
   const bool health = path == "/health";
-  if (options_.authorize && !(health && options_.exempt_health)) {
-    if (absl::Status s = options_.authorize(exchange.header("authorization")); !s.ok()) {
-      return ReplyError(exchange, s);
-    }
-  }
   const bool get = exchange.method() == "GET";
   const bool post = exchange.method() == "POST";
   if (health) {

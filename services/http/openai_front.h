@@ -27,7 +27,7 @@ struct OpenAiFrontOptions {
   absl::Duration max_request_duration = absl::InfiniteDuration();
   // Null: no authentication. Otherwise every request but an exempt /health needs it.
   Authorizer authorize;
-  bool exempt_health = false;
+  bool exempt_health = false;  // --auth-exempt-health-metrics
 };
 
 // Thread-safe: Handle runs on any number of server threads at once. `backend` is not owned and
@@ -37,7 +37,11 @@ class OpenAiFront {
   OpenAiFront(rpc::ServingBackend* backend, OpenAiFrontOptions options)
       : backend_(backend), options_(std::move(options)) {}
 
-  // Replies to one request (always).
+  // The HttpServer's gate, on the headers before the body is read: true when the request may go
+  // on to Handle; otherwise it replied 401 with an OpenAI-shaped body that says only
+  // "authentication required" and `WWW-Authenticate: Bearer`.
+  bool Admit(HttpExchange& exchange);
+  // Replies to one request that Admit let in (always).
   void Handle(HttpExchange& exchange);
 
  private:

@@ -64,6 +64,7 @@ int Run(int argc, char** argv) {
   }
   if (!listen.empty()) config->listen = listen;
   if (!metrics_listen.empty()) config->metrics = metrics_listen;
+  if (http_flags.listen.empty()) http_flags.listen = config->http;
   if (check_config) {
     std::printf("router: %s is valid: listen %s, metrics %s\n", config_path.c_str(),
                 config->listen.c_str(), config->metrics.c_str());
@@ -77,6 +78,11 @@ int Run(int argc, char** argv) {
   auto security = twinspan::security::OpenSecurity(security_flags);
   if (!security.ok()) {
     spdlog::error("{}", security.status().ToString());
+    return 1;
+  }
+  // Before any worker starts: an HTTP API that would be refused stops the router now.
+  if (absl::Status s = twinspan::http::CheckHttpTransport(http_flags, security->tls); !s.ok()) {
+    spdlog::error("{}", s.ToString());
     return 1;
   }
   auto registry = std::make_shared<prometheus::Registry>();
@@ -118,12 +124,11 @@ int Run(int argc, char** argv) {
     spdlog::error("{}", server.status().ToString());
     return 1;
   }
-  if (http_flags.listen.empty()) http_flags.listen = config->http;
   twinspan::http::OpenAiFrontOptions http_options;
   http_options.max_request_duration =
       max_request_seconds > 0 ? absl::Seconds(max_request_seconds) : absl::InfiniteDuration();
-  auto http_api =
-      twinspan::http::HttpApi::Start(http_flags, &backend, http_options, config->max_message_bytes);
+  auto http_api = twinspan::http::HttpApi::Start(http_flags, &backend, http_options,
+                                                 config->max_message_bytes, *security);
   if (!http_api.ok()) {
     spdlog::error("{}", http_api.status().ToString());
     return 1;

@@ -33,6 +33,12 @@ int Run(int argc, char** argv) {
   twinspan::http::AddHttpFlags(app, http_flags);
   CLI11_PARSE(app, argc, argv);
   f.Finish();
+  // Before the model loads: an HTTP API that would be refused stops the process now.
+  if (absl::Status s = twinspan::http::CheckHttpTransport(http_flags, f.security.tls.enabled());
+      !s.ok()) {
+    spdlog::error("{}", s.ToString());
+    return 1;
+  }
   const twinspan::serving::TargetStackOptions& o = f.stack;
   auto process = twinspan::serving::StartTargetProcess(f, &twinspan::serving::OpenInProcessDrafter);
   if (!process.ok()) {
@@ -84,8 +90,8 @@ int Run(int argc, char** argv) {
   }
   twinspan::http::OpenAiFrontOptions http_options;
   http_options.max_request_duration = f.max_request_duration();
-  auto http_api =
-      twinspan::http::HttpApi::Start(http_flags, &router, http_options, o.max_message_bytes);
+  auto http_api = twinspan::http::HttpApi::Start(http_flags, &router, http_options,
+                                                 o.max_message_bytes, process->security);
   if (!http_api.ok()) {
     spdlog::error("{}", http_api.status().ToString());
     return 1;

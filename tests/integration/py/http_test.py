@@ -32,7 +32,6 @@ PROTO_DIR = os.environ.get("TWINSPAN_PROTO_DIR", "")
 OPENAI_PACKAGE = os.environ.get("TWINSPAN_OPENAI_PACKAGE", "")
 NODE_CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "js",
                           "openai_client_check.mjs")
-HTTP_PORT = re.compile(r"http=(\d+)")
 
 SCHEMA = {"type": "object",
           "properties": {"name": {"type": "string", "maxLength": 16},
@@ -54,14 +53,6 @@ def setUpModule():
     twinspan_procs.generate_stubs(PROTO_DIR, stubs)
     from twinspan.v1 import serving_pb2, serving_pb2_grpc
     pb, pb_grpc = serving_pb2, serving_pb2_grpc
-
-
-def http_port(proc):
-    with open(proc.log_path) as f:
-        m = HTTP_PORT.search(f.read())
-    if not m:
-        raise AssertionError("%s announced no http port" % proc.name)
-    return int(m.group(1))
 
 
 def curl(port, path, body=None, extra=()):
@@ -109,8 +100,8 @@ class HttpTest(unittest.TestCase):
         except Exception:
             c.stop_all()
             raise
-        cls.port = http_port(cls.serve)
-        cls.router_port = http_port(cls.router)
+        cls.port = cls.serve.http_port()
+        cls.router_port = cls.router.http_port()
         cls.channel = grpc.insecure_channel(cls.serve.address)
         twinspan_procs.wait_ready(cls.channel)
         cls.stub = pb_grpc.ServingStub(cls.channel)
