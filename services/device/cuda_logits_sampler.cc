@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/mask_logits.cuh"
 #include "kernels/cuda/sample.cuh"
 
 namespace twinspan::device {
@@ -50,6 +51,7 @@ CudaLogitsSampler::~CudaLogitsSampler() {
   cudaStreamSynchronize(Stream(stream_));
   cudaFree(tokens_);
   cudaFree(workspace_);
+  cudaFree(masks_);
   cudaStreamDestroy(Stream(stream_));
 }
 
@@ -75,7 +77,37 @@ absl::Status CudaLogitsSampler::Reserve(int64_t rows, int64_t vocab) {
   return absl::OkStatus();
 }
 
-absl::Status CudaLogitsSampler::Sample(backend::Backend& backend, const backend::Buffer& logits,
+absl::Status CudaLogitsSampler::MaskRows(backend::Buffer& logits, int64_t vocab,
+                                         absl::Span<const RowDraw> rows) {
+  bool any = false;
+  for (const RowDraw& row : rows) any = any || !row.allowed.empty();
+  if (!any) return absl::OkStatus();
+  // Every row gets a mask (all ids for the unconstrained ones) so one launch covers the batch.
+  const size_t words = static_cast<size_t>((vocab + 31) / 32);
+  host_masks_.assign(rows.size() * words, ~0u);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (rows[r].allowed.empty()) continue;
+    std::copy(rows[r].allowed.begin(), rows[r].allowed.end(), host_masks_.begin() + r * words);
+  }
+  const size_t bytes = host_masks_.size() * sizeof(uint32_t);
+  if (bytes > masks_bytes_) {
+    cudaFree(masks_);
+    masks_ = nullptr;
+    masks_bytes_ = 0;
+    ABSL_RETURN_IF_ERROR(
+        cuda::AllocStatus(cudaMalloc(&masks_, bytes), bytes, "CudaLogitsSampler masks"));
+    masks_bytes_ = bytes;
+  }
+  ABSL_RETURN_IF_ERROR(cuda::CudaStatus(
+      cudaMemcpyAsync(masks_, host_masks_.data(), bytes, cudaMemcpyHostToDevice, Stream(stream_)),
+      "CudaLogitsSampler mask upload"));
+  cuda::Context ctx;
+  ctx.stream = Stream(stream_);
+  return cuda::MaskLogits(ctx, logits.floats(), vocab, vocab, static_cast<const uint32_t*>(masks_),
+                          static_cast<int64_t>(rows.size()));
+}
+
+absl::Status CudaLogitsSampler::Sample(backend::Backend& backend, backend::Buffer& logits,
                                        int64_t vocab, absl::Span<const RowDraw> rows,
                                        std::vector<int32_t>* tokens) {
   tokens->clear();
@@ -89,11 +121,13 @@ absl::Status CudaLogitsSampler::Sample(backend::Backend& backend, const backend:
                                                    " bytes of logits for ", n,
                                                    " rows of vocabulary ", vocab));
   }
+  ABSL_RETURN_IF_ERROR(CheckMasks(rows, vocab));
   if (n == 0) return absl::OkStatus();
   // The forward that wrote the logits ran on the backend's stream.
   ABSL_RETURN_IF_ERROR(backend.Synchronize());
   CurrentDevice current(ordinal_);
   ABSL_RETURN_IF_ERROR(Reserve(n, vocab));
+  ABSL_RETURN_IF_ERROR(MaskRows(logits, vocab, rows));
   std::vector<cuda::SampleRow> draws(rows.size());
   for (size_t r = 0; r < rows.size(); ++r) {
     draws[r] = cuda::SampleRow{rows[r].params, rows[r].seed, rows[r].position};

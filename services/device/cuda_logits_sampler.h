@@ -25,11 +25,13 @@ class CudaLogitsSampler : public LogitsSampler {
   CudaLogitsSampler& operator=(const CudaLogitsSampler&) = delete;
 
   // As LogitsSampler::Sample; `backend` must be the CUDA backend on this sampler's device.
-  absl::Status Sample(backend::Backend& backend, const backend::Buffer& logits, int64_t vocab,
+  absl::Status Sample(backend::Backend& backend, backend::Buffer& logits, int64_t vocab,
                       absl::Span<const RowDraw> rows, std::vector<int32_t>* tokens) override;
 
  private:
   CudaLogitsSampler(int ordinal, void* stream) : ordinal_(ordinal), stream_(stream) {}
+  // Masks the rows that carry one in place (cuda::MaskLogits) on this sampler's stream.
+  absl::Status MaskRows(backend::Buffer& logits, int64_t vocab, absl::Span<const RowDraw> rows);
   // Grows the device scratch to hold `rows` ids and the sort order of `rows` x `vocab` logits.
   absl::Status Reserve(int64_t rows, int64_t vocab);
 
@@ -39,6 +41,9 @@ class CudaLogitsSampler : public LogitsSampler {
   size_t tokens_bytes_ = 0;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
+  void* masks_ = nullptr;  // rows x mask words of structured output, uploaded per Sample
+  size_t masks_bytes_ = 0;
+  std::vector<uint32_t> host_masks_;
 };
 
 }  // namespace twinspan::device

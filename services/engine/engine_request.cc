@@ -2,6 +2,22 @@
 
 namespace twinspan::engine {
 
+EngineRequest::EngineRequest(const EngineRequest& other)
+    : request_id(other.request_id),
+      prompt_ids(other.prompt_ids),
+      sampling(other.sampling),
+      max_tokens(other.max_tokens),
+      stop_token_ids(other.stop_token_ids),
+      ignore_eos(other.ignore_eos),
+      draft(other.draft),
+      deadline(other.deadline),
+      constraint(other.constraint == nullptr ? nullptr : other.constraint->Clone()) {}
+
+EngineRequest& EngineRequest::operator=(const EngineRequest& other) {
+  if (this != &other) *this = EngineRequest(other);
+  return *this;
+}
+
 const char* FinishReasonName(FinishReason reason) {
   switch (reason) {
     case FinishReason::kLength:

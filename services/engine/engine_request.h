@@ -4,17 +4,26 @@
 #define TWINSPAN_SERVICES_ENGINE_ENGINE_REQUEST_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "services/engine/token_constraint.h"
 #include "services/engine/verifier_model.h"
 
 namespace twinspan::engine {
 
 struct EngineRequest {
+  EngineRequest() = default;
+  // A copy clones the constraint: each request walks its own grammar state.
+  EngineRequest(const EngineRequest& other);
+  EngineRequest& operator=(const EngineRequest& other);
+  EngineRequest(EngineRequest&&) = default;
+  EngineRequest& operator=(EngineRequest&&) = default;
+
   std::string request_id;
   std::vector<uint32_t> prompt_ids;
   SamplingOptions sampling;  // seed already chosen (given or derived)
@@ -23,6 +32,8 @@ struct EngineRequest {
   bool ignore_eos = false;
   bool draft = true;
   absl::Time deadline = absl::InfiniteFuture();
+  // Structured output: the grammar's state at the empty output. Null: any id.
+  std::unique_ptr<TokenConstraint> constraint;
 };
 
 enum class FinishReason { kLength, kEos, kStop, kAborted, kContext };

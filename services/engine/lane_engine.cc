@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/metrics/serving_metrics.h"
+#include "kernels/cpu/mask_logits.h"
 #include "services/engine/proposal_box.h"
 #include "spdlog/spdlog.h"
 
@@ -25,7 +26,8 @@ struct LaneEngine::Stream {
   bool drafting = false;
   uint64_t draft_epoch = 0;
   std::vector<int64_t> tap_layer_ids;
-  std::vector<uint32_t> drafts;  // this round's
+  std::vector<uint32_t> drafts;    // this round's
+  std::vector<TokenMask> allowed;  // this round's, one per window row (structured output)
   WindowOutput window_out;
   std::vector<float> kept_taps;  // the committed rows' taps when the model deferred them
   StreamSummary summary;
@@ -69,7 +71,7 @@ absl::Status LaneEngine::StopCheck(const Stream& s, absl::string_view when) cons
 
 absl::StatusOr<uint32_t> LaneEngine::RowToken(const WindowOutput& out, int64_t row,
                                               int64_t logits_row, const SamplingOptions& sampling,
-                                              int64_t position) const {
+                                              int64_t position, const TokenMask* allowed) const {
   const int vocab = model_->info().vocab_size;
   if (!out.tokens.empty()) {  // The model drew it where its logits are.
     if (row >= static_cast<int64_t>(out.tokens.size()) ||
@@ -83,8 +85,41 @@ absl::StatusOr<uint32_t> LaneEngine::RowToken(const WindowOutput& out, int64_t r
     return absl::InternalError(
         absl::StrCat("verifier: ", out.logits.size(), " logits for row ", logits_row));
   }
-  return sampler_->Sample(absl::MakeConstSpan(out.logits).subspan(logits_row * vocab, vocab),
-                          sampling, position);
+  const absl::Span<const float> logits =
+      absl::MakeConstSpan(out.logits).subspan(logits_row * vocab, vocab);
+  if (allowed == nullptr) return sampler_->Sample(logits, sampling, position);
+  // Masked like the device samplers mask: the disallowed ids' logits become -inf.
+  std::vector<float> masked(logits.begin(), logits.end());
+  absl::Status status = cpu::MaskLogits({}, masked.data(), vocab, vocab, allowed->words.data(), 1);
+  if (!status.ok()) return status;
+  return sampler_->Sample(masked, sampling, position);
+}
+
+absl::Status LaneEngine::ConstrainWindow(Stream& s) {
+  s.allowed.clear();
+  if (s.request.constraint == nullptr) return absl::OkStatus();
+  std::unique_ptr<TokenConstraint> ahead = s.request.constraint->Clone();
+  for (size_t row = 0;; ++row) {
+    TokenMask mask;
+    if (absl::Status status = ahead->AllowedNext(&mask); !status.ok()) return status;
+    if (mask.empty()) {
+      if (row == 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "request ", s.request.request_id,
+            ": structured output: no token of the vocabulary can continue the output"));
+      }
+      // The draft before ended the output (an end id): verify without it, nothing may follow.
+      // Its row keeps its mask: the window's last row still draws under the grammar.
+      s.drafts.resize(row - 1);
+      return absl::OkStatus();
+    }
+    s.allowed.push_back(std::move(mask));
+    if (row == s.drafts.size()) return absl::OkStatus();
+    if (!s.allowed.back().allows(s.drafts[row]) || !ahead->Advance(s.drafts[row]).ok()) {
+      s.drafts.resize(row);  // the masked draw could never equal it
+      return absl::OkStatus();
+    }
+  }
 }
 
 absl::StatusOr<std::unique_ptr<LaneEngine>> LaneEngine::Start(const EngineOptions& options,
@@ -309,6 +344,9 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
   WindowOutput out;
   PrefillControl control;
   control.sampling = &s.request.sampling;
+  absl::Status constrained = ConstrainWindow(s);  // no drafts yet: the first token's mask
+  if (!constrained.ok()) return Fail(s, constrained);
+  control.allowed = s.allowed.empty() ? nullptr : &s.allowed[0];
   bool stopped = false;  // by the check below, not by the model
   control.keep_going = [this, &s, &stopped]() {
     absl::Status go = StopCheck(s, "during its prefill");
@@ -324,9 +362,15 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
   s.summary.prefill_seconds = Seconds(absl::Now() - prefill_start);
   const int vocab = model_->info().vocab_size;
   const int64_t position = static_cast<int64_t>(s.request.prompt_ids.size());
-  absl::StatusOr<uint32_t> first = RowToken(
-      out, 0, static_cast<int64_t>(out.logits.size()) / vocab - 1, s.request.sampling, position);
+  absl::StatusOr<uint32_t> first =
+      RowToken(out, 0, static_cast<int64_t>(out.logits.size()) / vocab - 1, s.request.sampling,
+               position, control.allowed);
   if (!first.ok()) return Fail(s, first.status());
+  if (s.request.constraint != nullptr) {
+    if (absl::Status status = s.request.constraint->Advance(*first); !status.ok()) {
+      return Fail(s, status);
+    }
+  }
   s.pending = *first;
   if (Emit(s, {*first})) return;
   if (s.drafting) {
@@ -497,6 +541,10 @@ void LaneEngine::RunRound() {
         0, std::min<int64_t>({static_cast<int64_t>(s.drafts.size()), room_tokens, room_context}));
     s.drafts.resize(k);
   }
+  for (auto& sp : live_) {
+    if (sp->done) continue;
+    if (absl::Status status = ConstrainWindow(*sp); !status.ok()) Fail(*sp, status);
+  }
   const double draft_seconds = Seconds(absl::Now() - draft_start);
 
   // 2. Verify every live window [pending, d1..dk] in one call: one forward on a batching model.
@@ -512,8 +560,8 @@ void LaneEngine::RunRound() {
   std::vector<VerifyJob> jobs(verifying.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     Stream& s = *verifying[i];
-    jobs[i] = VerifyJob{s.sequence.get(), windows[i], s.tap_layer_ids,
-                        &s.window_out,    {},         &s.request.sampling};
+    jobs[i] = VerifyJob{s.sequence.get(),    windows[i], s.tap_layer_ids, &s.window_out, {},
+                        &s.request.sampling, s.allowed};
   }
   if (!jobs.empty()) model_->VerifyBatch(absl::MakeSpan(jobs));
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -535,10 +583,17 @@ void LaneEngine::RunRound() {
     std::vector<uint32_t> emitted;
     for (int row = 0; row <= k; ++row) {
       absl::StatusOr<uint32_t> token =
-          RowToken(s.window_out, row, row, s.request.sampling, length + row + 1);
+          RowToken(s.window_out, row, row, s.request.sampling, length + row + 1,
+                   s.allowed.empty() ? nullptr : &s.allowed[row]);
       if (!token.ok()) {
         Fail(s, token.status());
         break;
+      }
+      if (s.request.constraint != nullptr) {
+        if (absl::Status status = s.request.constraint->Advance(*token); !status.ok()) {
+          Fail(s, status);
+          break;
+        }
       }
       emitted.push_back(*token);
       if (row == k || *token != s.drafts[row]) break;

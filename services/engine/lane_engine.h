@@ -102,9 +102,13 @@ class LaneEngine {
   absl::Status StopCheck(const Stream& stream, absl::string_view when) const;
   static std::string DeadlineMessage(const Stream& stream, absl::string_view when);
   // Row `row`'s token: the model's own draw when it made one, else the sampler's over logits row
-  // `logits_row`.
+  // `logits_row`, masked to `allowed` (structured output; null: any id).
   absl::StatusOr<uint32_t> RowToken(const WindowOutput& out, int64_t row, int64_t logits_row,
-                                    const SamplingOptions& sampling, int64_t position) const;
+                                    const SamplingOptions& sampling, int64_t position,
+                                    const TokenMask* allowed) const;
+  // Structured output: this round's masks (row r: the ids allowed after the output and the first
+  // r drafts), cutting the drafts at the first one the grammar refuses (never acceptable).
+  absl::Status ConstrainWindow(Stream& stream);
 
   const EngineOptions options_;
   const VerifierModel* model_;

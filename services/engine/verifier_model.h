@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "services/engine/token_constraint.h"
 
 namespace twinspan::engine {
 
@@ -62,6 +63,9 @@ struct PrefillControl {
   // The request's sampling; a model that samples on its device draws the first token (position
   // prompt.size()) into WindowOutput::tokens. Null: logits only.
   const SamplingOptions* sampling = nullptr;
+  // Structured output: the ids the first token may be (the device draw masks the others). Null:
+  // any id.
+  const TokenMask* allowed = nullptr;
 };
 
 // One stream's model state. Not thread-safe: one call at a time.
@@ -101,6 +105,9 @@ struct VerifyJob {
   // The stream's sampling; a model that samples on its device draws every row itself (row r is
   // the token at position sequence->length() + r + 1) into out->tokens. Null: logits only.
   const SamplingOptions* sampling = nullptr;
+  // Structured output: one mask per window row, the ids row r may draw (a device draw masks the
+  // others). Empty: any id.
+  absl::Span<const TokenMask> allowed;
 };
 
 // Immutable and thread-safe after construction.

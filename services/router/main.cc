@@ -15,6 +15,7 @@
 #include "common/metrics/serving_metrics.h"
 #include "services/engine/grpc/server_runner.h"
 #include "services/engine/grpc/serving_service.h"
+#include "services/http/http_api.h"
 #include "services/router/process_launcher.h"
 #include "services/router/router_backend.h"
 #include "services/router/router_config.h"
@@ -49,6 +50,8 @@ int Run(int argc, char** argv) {
   twinspan::security::SecurityFlags security_flags;
   twinspan::security::AddSecurityFlags(app, security_flags,
                                        {.token_auth = true, .upstream_tls = true});
+  twinspan::http::HttpFlags http_flags;
+  twinspan::http::AddHttpFlags(app, http_flags);
   CLI11_PARSE(app, argc, argv);
   twinspan::rpc::SetUpLogging("router", log_level);
   twinspan::rpc::BlockTerminationSignals();
@@ -61,6 +64,7 @@ int Run(int argc, char** argv) {
   }
   if (!listen.empty()) config->listen = listen;
   if (!metrics_listen.empty()) config->metrics = metrics_listen;
+  if (http_flags.listen.empty()) http_flags.listen = config->http;
   if (check_config) {
     std::printf("router: %s is valid: listen %s, metrics %s\n", config_path.c_str(),
                 config->listen.c_str(), config->metrics.c_str());
@@ -74,6 +78,11 @@ int Run(int argc, char** argv) {
   auto security = twinspan::security::OpenSecurity(security_flags);
   if (!security.ok()) {
     spdlog::error("{}", security.status().ToString());
+    return 1;
+  }
+  // Before any worker starts: an HTTP API that would be refused stops the router now.
+  if (absl::Status s = twinspan::http::CheckHttpTransport(http_flags, security->tls); !s.ok()) {
+    spdlog::error("{}", s.ToString());
     return 1;
   }
   auto registry = std::make_shared<prometheus::Registry>();
@@ -115,8 +124,18 @@ int Run(int argc, char** argv) {
     spdlog::error("{}", server.status().ToString());
     return 1;
   }
+  twinspan::http::OpenAiFrontOptions http_options;
+  http_options.max_request_duration =
+      max_request_seconds > 0 ? absl::Seconds(max_request_seconds) : absl::InfiniteDuration();
+  auto http_api = twinspan::http::HttpApi::Start(http_flags, &backend, http_options,
+                                                 config->max_message_bytes, *security);
+  if (!http_api.ok()) {
+    spdlog::error("{}", http_api.status().ToString());
+    return 1;
+  }
   spdlog::info("router: {} pools, listening on port {}", config->pools.size(), (*server)->port());
-  twinspan::rpc::AnnounceListening("router", (*server)->port(), (*http)->port());
+  twinspan::rpc::AnnounceListening("router", (*server)->port(), (*http)->port(),
+                                   *http_api != nullptr ? (*http_api)->port() : 0);
 
   const int signal = twinspan::rpc::WaitForTerminationSignal();
   spdlog::info("router: signal {}, draining for up to {} s", signal, drain_seconds);
@@ -131,6 +150,7 @@ int Run(int argc, char** argv) {
     backend.WaitIdle(absl::Seconds(5));
   }
   (*server)->Shutdown(absl::Now() + absl::Seconds(1));
+  http_api->reset();  // its open requests ended with the calls above
   backend.Stop();
   launcher.StopAll(absl::Seconds(drain_seconds));
   spdlog::info("router: stopped");

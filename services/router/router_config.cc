@@ -80,6 +80,7 @@ absl::StatusOr<RouterConfig> ParseRouterConfig(const std::string& json_text,
   };
   if (absl::Status s = get_string(root, "listen", &config.listen); !s.ok()) return s;
   if (absl::Status s = get_string(root, "metrics", &config.metrics); !s.ok()) return s;
+  if (absl::Status s = get_string(root, "http", &config.http); !s.ok()) return s;
   double health_ms = absl::ToDoubleMilliseconds(config.health_interval);
   double startup_s = absl::ToDoubleSeconds(config.startup_timeout);
   double retries = config.max_retries;

@@ -38,6 +38,7 @@ struct PoolConfig {
 struct RouterConfig {
   std::string listen = "127.0.0.1:50050";
   std::string metrics = "127.0.0.1:0";
+  std::string http;  // the OpenAI-compatible HTTP API's address; empty: none (--http overrides)
   std::vector<PoolConfig> pools;
   absl::Duration health_interval = absl::Seconds(1);
   absl::Duration startup_timeout = absl::Seconds(120);  // launched workers must be healthy by then

@@ -10,6 +10,7 @@
 #include "services/drafter/server/drafter_adapter.h"
 #include "services/engine/grpc/server_runner.h"
 #include "services/engine/grpc/serving_service.h"
+#include "services/http/http_api.h"
 #include "services/router/router_backend.h"
 #include "services/router/router_config.h"
 #include "services/target/server/target_flags.h"
@@ -28,8 +29,16 @@ int Run(int argc, char** argv) {
   f.listen = "127.0.0.1:50050";
   f.stack.name = "serve";
   twinspan::serving::AddTargetFlags(app, f, /*with_grpc_drafter=*/false);
+  twinspan::http::HttpFlags http_flags;
+  twinspan::http::AddHttpFlags(app, http_flags);
   CLI11_PARSE(app, argc, argv);
   f.Finish();
+  // Before the model loads: an HTTP API that would be refused stops the process now.
+  if (absl::Status s = twinspan::http::CheckHttpTransport(http_flags, f.security.tls.enabled());
+      !s.ok()) {
+    spdlog::error("{}", s.ToString());
+    return 1;
+  }
   const twinspan::serving::TargetStackOptions& o = f.stack;
   auto process = twinspan::serving::StartTargetProcess(f, &twinspan::serving::OpenInProcessDrafter);
   if (!process.ok()) {
@@ -79,12 +88,22 @@ int Run(int argc, char** argv) {
     spdlog::error("{}", server.status().ToString());
     return 1;
   }
+  twinspan::http::OpenAiFrontOptions http_options;
+  http_options.max_request_duration = f.max_request_duration();
+  auto http_api = twinspan::http::HttpApi::Start(http_flags, &router, http_options,
+                                                 o.max_message_bytes, process->security);
+  if (!http_api.ok()) {
+    spdlog::error("{}", http_api.status().ToString());
+    return 1;
+  }
   spdlog::info("serve: router, target ({}) and drafter ({}) in one process", o.model_dir,
                o.drafter_model_dir.empty() ? "none" : o.drafter_model_dir);
-  twinspan::rpc::AnnounceListening(o.name, (*server)->port(), process->http->port());
+  twinspan::rpc::AnnounceListening(o.name, (*server)->port(), process->http->port(),
+                                   *http_api != nullptr ? (*http_api)->port() : 0);
 
   twinspan::serving::DrainOnSignal("serve", f.drain_seconds, **server, stack,
                                    [&router] { router.Drain(); });
+  http_api->reset();  // its open requests ended with the drain
   router.Stop();
   internal->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   spdlog::info("serve: stopped");

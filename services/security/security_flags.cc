@@ -65,6 +65,7 @@ absl::StatusOr<ProcessSecurity> OpenSecurity(const SecurityFlags& flags) {
         std::make_shared<TokenAuthProcessor>(security.token_auth, flags.auth_exempt_health_metrics);
   }
   security.server_credentials = MakeServerCredentials(tls, processor);
+  security.tls = tls.enabled();
   security.upstream = MakeChannelSecurity(upstream);
 
   std::string port = "plaintext";

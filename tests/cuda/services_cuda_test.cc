@@ -3,7 +3,8 @@
 // on the CUDA backend (--device cuda:0: logits sampled on the GPU, taps kept and fused there).
 // The exactness contract across them: drafted == plain (greedy, sampled, top-k/top-p), split ==
 // split with fused taps == in-process (twinspan-serve) == no drafter, concurrent == solo with 1,
-// 2 and 4 streams, repeat == first; token ids compared, not text.
+// 2 and 4 streams, repeat == first, and drafted == plain under a grammar (structured output's
+// masks applied on the device); token ids compared, not text.
 //
 // The drafter tries the same device first and falls back to the CPU when it refuses to start
 // there (at this commit the CUDA backend does not forward the DFlash2 drafter's SelectorWalk); the
@@ -253,6 +254,28 @@ TEST_F(ServicesCudaTest, DraftedEqualsPlainSplitEqualsInProcessEqualsNoDrafter) 
     const Reply plain_on_split = Run(*split_, off);
     EXPECT_EQ(plain_on_split.final.token_sha256(), want.final.token_sha256());
     EXPECT_EQ(plain_on_split.final.drafted(), 0u);
+  }
+}
+
+TEST_F(ServicesCudaTest, DraftedEqualsPlainUnderAGrammarWithTheMaskOnTheDevice) {
+  // Structured output: every row's logits are masked where they are (cuda::MaskLogits before the
+  // device draw, the prefill's first token included), drafts the grammar refuses are cut.
+  const std::string pattern = "(0|[1-9][0-9]{0,3})(, (0|[1-9][0-9]{0,3})){2,30}";
+  for (const float temperature : {0.0f, 0.9f}) {
+    SCOPED_TRACE(::testing::Message() << "temperature " << temperature);
+    v1::GenerateRequest r = Chat("List some numbers.", 64, temperature, 11);
+    r.mutable_sampling()->set_ignore_eos(false);  // the grammar ends the output
+    r.mutable_structured_output()->set_regex(pattern);
+    const Reply want = Run(*plain_, r);
+    ASSERT_FALSE(want.ids.empty());
+    for (ServiceProcess* p : {split_, fused_, serve_}) {
+      const Reply got = Run(*p, r);
+      EXPECT_EQ(got.final.token_sha256(), want.final.token_sha256()) << p->name();
+      EXPECT_EQ(got.ids, want.ids) << p->name();
+    }
+    v1::GenerateRequest off = r;
+    off.mutable_sampling()->mutable_draft()->set_value(false);
+    EXPECT_EQ(Run(*split_, off).final.token_sha256(), want.final.token_sha256());
   }
 }
 

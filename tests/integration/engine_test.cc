@@ -18,6 +18,8 @@
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/lane_engine.h"
 #include "services/engine/proposal_box.h"
+#include "services/structured/grammar_constraint.h"
+#include "services/structured/prefix_matcher.h"
 #include "tests/integration/toy_models.h"
 
 namespace twinspan::engine {
@@ -135,6 +137,121 @@ TEST_F(EngineTest, DraftedEqualsPlainGreedyAndSampled) {
       EXPECT_EQ(drafted[0].tokens_per_round.size(), static_cast<size_t>(drafted[0].rounds));
     }
     if (temperature == 0.0f) EXPECT_GT(accepted, 0);
+  }
+}
+
+// The toy vocabulary as bytes for a grammar: id i is the character '!' + i, two-character ids
+// near the end, and no bytes for EOS.
+std::shared_ptr<const structured::VocabTrie> ToyTrie() {
+  std::vector<std::optional<std::string>> bytes(kVocab);
+  for (uint32_t id = 0; id < kEos; ++id) {
+    bytes[id] = id < 94 ? std::string(1, static_cast<char>('!' + id)) : std::string("ab");
+  }
+  return std::make_shared<structured::VocabTrie>(bytes);
+}
+
+TEST_F(EngineTest, DraftedEqualsPlainUnderAGrammarAndTheOutputMatches) {
+  // '!'..'Z' (ids 0..57) only, 5 to 30 of them: the toy's unmasked greedy drafts are often
+  // outside it, so drafts are cut before verification as well as accepted.
+  const std::string pattern = "[!-Z]{5,30}";
+  structured::GrammarCompiler compiler(ToyTrie(), {kEos});
+  auto matcher = structured::PrefixMatcher::Compile(pattern);
+  ASSERT_TRUE(matcher.ok());
+  for (float temperature : {0.0f, 0.8f}) {
+    auto plain_engine = Start(1, false);
+    auto draft_engine = Start(2, true);
+    int64_t accepted = 0, drafted_total = 0;
+    for (int which = 0; which < 4; ++which) {
+      EngineRequest r = MakeRequest(which, temperature, true);
+      r.max_tokens = 60;
+      auto constraint = compiler.Compile({structured::GrammarKind::kRegex, pattern});
+      ASSERT_TRUE(constraint.ok()) << constraint.status();
+      r.constraint = *std::move(constraint);
+      auto plain = RunAll(*plain_engine, {r});
+      auto drafted = RunAll(*draft_engine, {r, r});  // two concurrent copies, each its own state
+      ASSERT_EQ(plain.size(), 1u);
+      ASSERT_EQ(drafted.size(), 2u);
+      EXPECT_EQ(plain[0].completion_ids, drafted[0].completion_ids) << "t=" << temperature;
+      EXPECT_EQ(drafted[1].completion_ids, drafted[0].completion_ids);
+      EXPECT_EQ(plain[0].finish_reason, FinishReason::kEos);
+      ASSERT_FALSE(plain[0].completion_ids.empty());
+      EXPECT_EQ(plain[0].completion_ids.back(), kEos);
+      std::string text;
+      for (size_t i = 0; i + 1 < plain[0].completion_ids.size(); ++i) {
+        text.push_back(static_cast<char>('!' + plain[0].completion_ids[i]));
+      }
+      EXPECT_TRUE(*(*matcher)->IsComplete(text)) << text;
+      accepted += drafted[0].accepted;
+      drafted_total += drafted[0].drafted;
+    }
+    EXPECT_GT(drafted_total, 0);
+    if (temperature == 0.0f) EXPECT_GT(accepted, 0);
+  }
+}
+
+// ToyDrafter's sessions with every proposal replaced by EOS: drafts that end the output.
+class EosDrafter : public DraftModel {
+ public:
+  explicit EosDrafter(const DraftModel* inner) : inner_(inner) {}
+  const DrafterInfo& info() const override { return inner_->info(); }
+  absl::StatusOr<std::unique_ptr<DraftSession>> NewSession() const override {
+    absl::StatusOr<std::unique_ptr<DraftSession>> session = inner_->NewSession();
+    if (!session.ok()) return session.status();
+    return std::make_unique<Session>(*std::move(session));
+  }
+
+ private:
+  class Session : public DraftSession {
+   public:
+    explicit Session(std::unique_ptr<DraftSession> inner) : inner_(std::move(inner)) {}
+    absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt_ids,
+                                               const TapRows& prompt_taps,
+                                               uint32_t pending) override {
+      return AllEos(inner_->Open(prompt_ids, prompt_taps, pending));
+    }
+    absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
+                                                 const TapRows& taps, uint32_t pending) override {
+      return AllEos(inner_->Commit(ids, taps, pending));
+    }
+
+   private:
+    static absl::StatusOr<std::vector<uint32_t>> AllEos(
+        absl::StatusOr<std::vector<uint32_t>> drafts) {
+      if (drafts.ok()) std::fill(drafts->begin(), drafts->end(), kEos);
+      return drafts;
+    }
+    std::unique_ptr<DraftSession> inner_;
+  };
+  const DraftModel* inner_;
+};
+
+TEST_F(EngineTest, ADraftThatEndsTheOutputUnderAGrammarKeepsEveryRowMasked) {
+  // Once the output matches, EOS is an allowed draft and nothing may follow it: the window must
+  // still mask its last row, or that row draws an id outside the grammar.
+  const std::string pattern = "[!-Z]{1,30}";
+  structured::GrammarCompiler compiler(ToyTrie(), {kEos});
+  EosDrafter eos_drafter(&drafter_);
+  InProcessDraftChannel eos_channel(&eos_drafter);
+  EngineOptions options;
+  options.draft_timeout = absl::Seconds(5);
+  auto plain_engine = Start(1, false);
+  auto draft_engine = LaneEngine::Start(options, &model_, &sampler_, &eos_channel, nullptr);
+  ASSERT_TRUE(draft_engine.ok()) << draft_engine.status();
+  // Every round after the first offers EOS where the output already matches: the EOS draft is cut
+  // (nothing can follow it) and the window's one row draws under the grammar's mask.
+  for (float temperature : {0.0f, 0.8f}) {
+    for (int which = 0; which < 4; ++which) {
+      EngineRequest r = MakeRequest(which, temperature, true);
+      r.max_tokens = 60;
+      auto constraint = compiler.Compile({structured::GrammarKind::kRegex, pattern});
+      ASSERT_TRUE(constraint.ok()) << constraint.status();
+      r.constraint = *std::move(constraint);
+      auto plain = RunAll(*plain_engine, {r});
+      auto with_eos_drafts = RunAll(**draft_engine, {r});
+      ASSERT_EQ(plain.size(), 1u);
+      ASSERT_EQ(with_eos_drafts.size(), 1u) << "t=" << temperature << " request " << which;
+      EXPECT_EQ(plain[0].completion_ids, with_eos_drafts[0].completion_ids) << "t=" << temperature;
+    }
   }
 }
 

@@ -6,7 +6,7 @@ add_library(twinspan_toy_models STATIC ${CMAKE_CURRENT_LIST_DIR}/toy_models.cc)
 target_link_libraries(twinspan_toy_models PUBLIC twinspan_engine)
 
 twinspan_test(engine_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/engine_test.cc
-  LIBS twinspan_engine twinspan_toy_models LABELS integration services)
+  LIBS twinspan_engine twinspan_toy_models twinspan_structured LABELS integration services)
 if(TARGET twinspan_rpc)
   twinspan_test(draft_faults_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/draft_faults_test.cc
     LIBS twinspan_rpc twinspan_toy_models LABELS integration services)
@@ -62,4 +62,24 @@ if(TARGET twinspan-router AND TARGET twinspan-target AND TARGET twinspan-drafter
     LIBS twinspan_proto twinspan_service_process nlohmann_json::nlohmann_json
     LABELS integration services TIMEOUT 300)
   add_dependencies(placement_test twinspan-router twinspan-target twinspan-drafter make-demo)
+endif()
+
+# The OpenAI-compatible HTTP API with curl and the official `openai` npm client (pinned, installed
+# at test time: Debian 12 packages no OpenAI client), on the trained demo pair.
+if(TARGET twinspan-serve AND TARGET twinspan-router AND TARGET twinspan-target)
+  set(TWINSPAN_OPENAI_NPM_DIR ${CMAKE_BINARY_DIR}/openai-npm)
+  add_test(NAME http_openai_setup
+    COMMAND npm install --no-save --no-audit --no-fund --prefix ${TWINSPAN_OPENAI_NPM_DIR}
+            openai@4.95.0)
+  set_tests_properties(http_openai_setup PROPERTIES FIXTURES_SETUP openai_npm
+    LABELS "integration;http" TIMEOUT 600)
+  add_test(NAME http_test COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/http_test.py)
+  set_tests_properties(http_test PROPERTIES FIXTURES_REQUIRED openai_npm TIMEOUT 300
+    LABELS "integration;services;http"
+    ENVIRONMENT "TWINSPAN_SERVE_BIN=$<TARGET_FILE:twinspan-serve>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_MODELS_DIR=${CMAKE_SOURCE_DIR}/models/demo;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto;TWINSPAN_OPENAI_PACKAGE=${TWINSPAN_OPENAI_NPM_DIR}/node_modules/openai")
+  # The HTTP API behind bearer tokens, and refused beside a TLS gRPC port without --http-plaintext.
+  add_test(NAME http_auth_test COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/http_auth_test.py)
+  set_tests_properties(http_auth_test PROPERTIES TIMEOUT 120
+    LABELS "integration;services;http;security"
+    ENVIRONMENT "TWINSPAN_SERVE_BIN=$<TARGET_FILE:twinspan-serve>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_MODELS_DIR=${CMAKE_SOURCE_DIR}/models/demo")
 endif()

@@ -75,8 +75,13 @@ int WaitForTerminationSignal() {
   return signal;
 }
 
-void AnnounceListening(const std::string& role, int grpc_port, int metrics_port) {
-  std::printf("%s listening grpc=%d metrics=%d\n", role.c_str(), grpc_port, metrics_port);
+void AnnounceListening(const std::string& role, int grpc_port, int metrics_port, int http_port) {
+  if (http_port > 0) {
+    std::printf("%s listening grpc=%d metrics=%d http=%d\n", role.c_str(), grpc_port, metrics_port,
+                http_port);
+  } else {
+    std::printf("%s listening grpc=%d metrics=%d\n", role.c_str(), grpc_port, metrics_port);
+  }
   std::fflush(stdout);
 }
 

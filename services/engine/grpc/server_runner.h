@@ -54,8 +54,9 @@ void SetUpLogging(const std::string& role, const std::string& level);
 void BlockTerminationSignals();
 int WaitForTerminationSignal();
 
-// Prints "<role> listening grpc=<port> metrics=<port>" on stdout (tests and scripts read it).
-void AnnounceListening(const std::string& role, int grpc_port, int metrics_port);
+// Prints "<role> listening grpc=<port> metrics=<port>" on stdout (tests and scripts read it),
+// then " http=<port>" when the process serves the HTTP API (http_port > 0).
+void AnnounceListening(const std::string& role, int grpc_port, int metrics_port, int http_port = 0);
 
 }  // namespace twinspan::rpc
 

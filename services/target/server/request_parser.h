@@ -27,7 +27,8 @@ struct RequestLimits {
   int max_stop_strings = 8;
   int max_stop_bytes = 256;
   int max_chat_messages = 256;
-  int64_t max_text_bytes = 1 << 20;  // raw prompt or Tokenize text
+  int64_t max_text_bytes = 1 << 20;      // raw prompt or Tokenize text
+  int64_t max_grammar_bytes = 64 << 10;  // a structured_output schema, regex or grammar
 };
 
 // The engine request for `request`: the prompt encoded (text), rendered and encoded (chat) or

@@ -1,5 +1,6 @@
 #include "services/target/server/target_backend.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -44,9 +45,13 @@ namespace {
 // Engine results -> reply messages: decodes text, applies stop strings, writes chunks and Final.
 class ReplySink : public engine::StreamSink {
  public:
+  // `end_ids`: the ids that end the stream (EOS unless ignored, stop ids); their text is not
+  // part of the completion (as OpenAI and vLLM leave it out).
   ReplySink(std::shared_ptr<rpc::GenerateWriter> writer, std::unique_ptr<engine::TextStream> text,
-            std::vector<std::string> stops, std::string request_id, std::string served_by)
-      : writer_(std::move(writer)),
+            std::vector<std::string> stops, std::string request_id, std::string served_by,
+            std::vector<uint32_t> end_ids)
+      : end_ids_(std::move(end_ids)),
+        writer_(std::move(writer)),
         text_(std::move(text)),
         stops_(std::move(stops)),
         request_id_(std::move(request_id)),
@@ -61,6 +66,7 @@ class ReplySink : public engine::StreamSink {
     for (uint32_t id : ids) {
       ++keep;
       chunk->add_ids(id);
+      if (std::find(end_ids_.begin(), end_ids_.end(), id) != end_ids_.end()) continue;
       absl::StatusOr<std::string> piece = text_->Add({id});
       if (!piece.ok()) {  // an id the tokenizer does not know: keep the ids, say so in the log
         spdlog::warn("[{}] cannot decode id {}: {}", request_id_, id, piece.status().ToString());
@@ -130,6 +136,7 @@ class ReplySink : public engine::StreamSink {
   bool Cancelled() const override { return writer_->Cancelled(); }
 
  private:
+  const std::vector<uint32_t> end_ids_;
   std::shared_ptr<rpc::GenerateWriter> writer_;
   std::unique_ptr<engine::TextStream> text_;
   StopMatcher stops_;
@@ -148,9 +155,51 @@ RequestLimits TargetBackend::limits() const {
   return l;
 }
 
+absl::Status TargetBackend::Constrain(const v1::GenerateRequest& request,
+                                      engine::EngineRequest* r) const {
+  if (!request.has_structured_output()) return absl::OkStatus();
+  const v1::StructuredOutput& so = request.structured_output();
+  structured::GrammarSpec spec;
+  switch (so.kind_case()) {
+    case v1::StructuredOutput::kJsonSchema:
+      spec = {structured::GrammarKind::kJsonSchema, so.json_schema()};
+      break;
+    case v1::StructuredOutput::kRegex:
+      spec = {structured::GrammarKind::kRegex, so.regex()};
+      break;
+    case v1::StructuredOutput::kGrammar:
+      spec = {structured::GrammarKind::kGbnf, so.grammar()};
+      break;
+    case v1::StructuredOutput::KIND_NOT_SET:
+      return absl::InvalidArgumentError(
+          "request: structured_output sets none of json_schema, regex or grammar");
+  }
+  if (grammar_ == nullptr) {
+    return absl::FailedPreconditionError("request: this server has no structured output");
+  }
+  if (r->ignore_eos) {
+    return absl::InvalidArgumentError(
+        "request: ignore_eos cannot be combined with structured_output (the grammar ends the "
+        "output with EOS)");
+  }
+  if (spec.text.size() > static_cast<size_t>(options_.limits.max_grammar_bytes)) {
+    return absl::ResourceExhaustedError(absl::StrCat("request: structured_output has ",
+                                                     spec.text.size(), " bytes (limit ",
+                                                     options_.limits.max_grammar_bytes, ")"));
+  }
+  absl::StatusOr<std::unique_ptr<engine::TokenConstraint>> constraint =
+      grammar_->Compile(spec, r->stop_token_ids);
+  if (!constraint.ok()) return constraint.status();
+  r->constraint = *std::move(constraint);
+  return absl::OkStatus();
+}
+
 void TargetBackend::Generate(const v1::GenerateRequest& request, const rpc::CallInfo& call,
                              std::shared_ptr<rpc::GenerateWriter> writer) {
   absl::StatusOr<engine::EngineRequest> r = ParseGenerateRequest(request, call, *codec_, limits());
+  if (r.ok()) {
+    if (absl::Status s = Constrain(request, &*r); !s.ok()) r = s;
+  }
   if (!r.ok()) {
     const bool quotes_messages = absl::StartsWith(r.status().message(), kChatTemplateRefusal);
     spdlog::info("[{}] refused: {}", call.request_id,
@@ -171,13 +220,18 @@ void TargetBackend::Generate(const v1::GenerateRequest& request, const rpc::Call
     text += stream->Finish();
     spdlog::info("[{}] prompt (--log-prompts): \"{}\"", call.request_id, absl::CHexEscape(text));
   }
-  spdlog::info("[{}] {} prompt tokens, max_tokens {}, temperature {}, seed {}, draft {}",
+  spdlog::info("[{}] {} prompt tokens, max_tokens {}, temperature {}, seed {}, draft {}{}",
                call.request_id, r->prompt_ids.size(), r->max_tokens, r->sampling.temperature,
-               r->sampling.seed, r->draft);
+               r->sampling.seed, r->draft, r->constraint != nullptr ? ", structured output" : "");
+  std::vector<uint32_t> end_ids = r->stop_token_ids;
+  if (!r->ignore_eos) {
+    const std::vector<uint32_t>& eos = engine_->model().info().eos_ids;
+    end_ids.insert(end_ids.end(), eos.begin(), eos.end());
+  }
   auto sink = std::make_shared<ReplySink>(
       writer, codec_->NewStream(),
       std::vector<std::string>(request.sampling().stop().begin(), request.sampling().stop().end()),
-      call.request_id, options_.name);
+      call.request_id, options_.name, std::move(end_ids));
   absl::Status submitted = engine_->Submit(*std::move(r), sink);
   if (!submitted.ok()) {
     spdlog::info("[{}] refused: {}", call.request_id, submitted.ToString());

@@ -8,6 +8,7 @@
 #include "services/engine/grpc/serving_backend.h"
 #include "services/engine/lane_engine.h"
 #include "services/engine/text_codec.h"
+#include "services/structured/grammar_constraint.h"
 #include "services/target/server/request_parser.h"
 
 namespace twinspan::serving {
@@ -20,12 +21,14 @@ struct TargetBackendOptions {
   bool log_prompts = false;
 };
 
-// Thread-safe. `engine` and `codec` are not owned and must outlive the backend.
+// Thread-safe. `engine`, `codec` and `grammar` are not owned and must outlive the backend;
+// without `grammar` a request for structured output is refused (FAILED_PRECONDITION).
 class TargetBackend : public rpc::ServingBackend {
  public:
   TargetBackend(engine::LaneEngine* engine, const engine::TextCodec* codec,
-                const TargetBackendOptions& options)
-      : engine_(engine), codec_(codec), options_(options) {}
+                const TargetBackendOptions& options,
+                const structured::GrammarCompiler* grammar = nullptr)
+      : engine_(engine), codec_(codec), options_(options), grammar_(grammar) {}
 
   void Generate(const v1::GenerateRequest& request, const rpc::CallInfo& call,
                 std::shared_ptr<rpc::GenerateWriter> writer) override;
@@ -36,10 +39,13 @@ class TargetBackend : public rpc::ServingBackend {
 
  private:
   RequestLimits limits() const;
+  // The request's structured output as a constraint on `r` (none when it asks for none).
+  absl::Status Constrain(const v1::GenerateRequest& request, engine::EngineRequest* r) const;
 
   engine::LaneEngine* engine_;
   const engine::TextCodec* codec_;
   TargetBackendOptions options_;
+  const structured::GrammarCompiler* grammar_;
 };
 
 // token_sha256 of a reply: SHA-256 (hex) of the ids as little-endian uint32.

@@ -1,5 +1,7 @@
 #include "services/target/server/target_stack.h"
 
+#include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -11,6 +13,7 @@
 #include "services/engine/grpc/grpc_draft_channel.h"
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/tap_fuser.h"
+#include "services/structured/grammar_constraint.h"
 #include "services/target/server/keyed_token_sampler.h"
 #include "services/target/server/target_verifier.h"
 #include "services/target/server/tokenizer_codec.h"
@@ -21,6 +24,7 @@ namespace twinspan::serving {
 
 struct TargetStack::Parts {
   std::unique_ptr<cpu::ThreadPool> pool;
+  std::unique_ptr<structured::GrammarCompiler> grammar;
   std::unique_ptr<backend::Backend> backend;  // The model's; after the pool, before the model.
   std::unique_ptr<device::LogitsSampler> logits_sampler;  // null on the CPU
   std::unique_ptr<target::TargetModel> model;
@@ -161,7 +165,17 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   bopt.limits.default_max_tokens = o.default_max_tokens;
   bopt.limits.max_prompt_tokens = o.max_prompt_tokens;
   bopt.limits.max_tokens_limit = o.max_tokens_limit;
-  stack->backend_ = std::make_unique<TargetBackend>(stack->engine_.get(), p.codec.get(), bopt);
+  // Structured output walks the bytes of every id a grammar can produce (special tokens never).
+  std::vector<std::optional<std::string>> token_bytes(info.vocab_size);
+  const tokenizer::Tokenizer& tok = p.codec->tokenizer();
+  for (int32_t id = 0; id < info.vocab_size; ++id) {
+    if (tok.IsSpecial(id)) continue;
+    if (std::optional<std::string_view> b = tok.TokenBytes(id)) token_bytes[id] = std::string(*b);
+  }
+  p.grammar = std::make_unique<structured::GrammarCompiler>(
+      std::make_shared<structured::VocabTrie>(token_bytes), info.eos_ids);
+  stack->backend_ =
+      std::make_unique<TargetBackend>(stack->engine_.get(), p.codec.get(), bopt, p.grammar.get());
   spdlog::info(
       "{}: {} ({}), vocab {}, context {}, parallel {}, threads {}, backend {}, sampling on {}, "
       "drafter {}",

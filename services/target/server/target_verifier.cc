@@ -154,7 +154,8 @@ absl::Status TargetVerifier::Sequence::Prefill(absl::Span<const uint32_t> prompt
   out->taps_fused = fuse;
   out->taps_deferred = false;
   if (sample) {
-    const device::RowDraw draw{Params(*control.sampling), control.sampling->seed, state_->length()};
+    device::RowDraw draw{Params(*control.sampling), control.sampling->seed, state_->length()};
+    if (control.allowed != nullptr) draw.allowed = control.allowed->words;
     std::vector<int32_t> drawn;
     ABSL_RETURN_IF_ERROR(o.sampler->Sample(be, *logits, vocab, {draw}, &drawn));
     if (drawn.size() != 1 || drawn[0] < 0) {
@@ -228,6 +229,10 @@ void TargetVerifier::VerifyBatchLocked(absl::Span<engine::VerifyJob> jobs) const
     if (job.status.ok() && options_.sampler != nullptr && job.sampling != nullptr) {
       job.status = Params(*job.sampling).Validate();
     }
+    if (job.status.ok() && !job.allowed.empty() && job.allowed.size() != job.window.size()) {
+      job.status = absl::InvalidArgumentError(absl::StrCat(
+          "VerifyBatch: ", job.allowed.size(), " masks for a window of ", job.window.size()));
+    }
     if (!job.status.ok()) continue;
     tokens[i] = ToInt32(job.window);
     requests[i] = VerifyRequest(tokens[i], job.tap_layer_ids);
@@ -293,6 +298,7 @@ void TargetVerifier::VerifyBatchLocked(absl::Span<engine::VerifyJob> jobs) const
     const int64_t length = sequences[i]->state().length();
     for (size_t r = 0; r < tokens[i].size(); ++r) {
       draws.push_back({Params(*s), s->seed, length + static_cast<int64_t>(r) + 1});
+      if (!jobs[i].allowed.empty()) draws.back().allowed = jobs[i].allowed[r].words;
     }
   }
   std::vector<int32_t> drawn;

@@ -61,6 +61,14 @@ class Proc:
     def address(self):
         return "127.0.0.1:%d" % self.port
 
+    def http_port(self):
+        """The HTTP API's port, from the "listening" line's `http=<port>`."""
+        with open(self.log_path) as f:
+            m = re.search(r"listening grpc=\d+ metrics=\d+ http=(\d+)", f.read())
+        if not m:
+            raise AssertionError("%s announced no http port" % self.name)
+        return int(m.group(1))
+
     def tail(self, lines=40):
         with open(self.log_path) as f:
             return "".join(f.readlines()[-lines:])

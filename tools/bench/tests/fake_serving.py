@@ -30,6 +30,7 @@ class FakeServingForBenchTests:
         self.lie_about_hash = False
         self.stop_after = None  # ends with FINISH_REASON_EOS after this many ids
         self.fail_seeds = set()
+        self.text_of = lambda start, n: "x" * n  # the text of a chunk of ids [start, start + n)
         self.requests = []
         self.lock = threading.Lock()
         servicer = type("Servicer", (pb2_grpc.ServingServicer,), {
@@ -71,7 +72,7 @@ class FakeServingForBenchTests:
         for round_number, n in enumerate(sizes):
             time.sleep(self.round_delay_s)
             yield pb2.GenerateResponse(chunk=pb2.GenerateChunk(
-                ids=ids[at:at + n], round=round_number, text="x" * n))
+                ids=ids[at:at + n], round=round_number, text=self.text_of(at, n)))
             at += n
         rounds = len(sizes) - 1
         final = pb2.GenerateFinal(

@@ -100,6 +100,24 @@ class GrpcBackendTest(unittest.TestCase):
         self.assertFalse(r.ok)
         self.assertIn("finished by FINISH_REASON_EOS after 5 tokens (want 8", r.error)
 
+    def test_structured_output_request_ends_at_eos_and_must_parse(self):
+        json_prompt = builtin_prompts()["json"]
+        self.server.stop_after = 5
+        self.server.text_of = lambda start, n: '{"a": 1}' if start == 0 else ""
+        r = self.backend.generate(GenRequest(json_prompt, GREEDY, 8, seed=5, ignore_eos=False))
+        self.assertTrue(r.ok, r.error)
+        sent = self.server.requests[-1]
+        self.assertEqual(sent.structured_output.json_schema, json_prompt.json_schema)
+        self.assertFalse(sent.sampling.ignore_eos)
+        self.server.text_of = lambda start, n: "{"
+        r = self.backend.generate(GenRequest(json_prompt, GREEDY, 8, seed=5, ignore_eos=False))
+        self.assertFalse(r.ok)
+        self.assertIn("does not parse as JSON", r.error)
+        self.server.stop_after = None
+        r = self.backend.generate(GenRequest(json_prompt, GREEDY, 8, seed=5, ignore_eos=False))
+        self.assertFalse(r.ok)
+        self.assertIn("not by EOS (raise --tokens)", r.error)
+
     def test_grpc_error_fails_the_request(self):
         self.server.fail_seeds = {9}
         r = self.backend.generate(GenRequest(builtin_prompts()["code"], GREEDY, 8, seed=9))

@@ -16,9 +16,14 @@ def write_lines(lines) -> str:
 class BuiltinPromptsTest(unittest.TestCase):
     def test_code_and_chat_and_long_exist(self):
         builtin = prompts.builtin_prompts()
-        self.assertEqual(sorted(builtin), ["chat", "code", "long"])
+        self.assertEqual(sorted(builtin), ["chat", "code", "json", "long"])
         self.assertIsNotNone(builtin["code"].text)
         self.assertIsNotNone(builtin["chat"].messages)
+        self.assertIsNone(builtin["chat"].json_schema)
+
+    def test_json_cell_carries_a_schema(self):
+        schema = json.loads(prompts.builtin_prompts()["json"].json_schema)
+        self.assertEqual(schema["required"], ["people"])
 
     def test_long_prompt_is_deterministic_valid_python_of_several_thousand_tokens(self):
         text = prompts.long_code_prompt()
@@ -41,6 +46,16 @@ class PromptFileTest(unittest.TestCase):
         self.assertEqual(loaded[0].text, "def f():")
         self.assertEqual(loaded[1].messages, (("user", "hi"),))
 
+    def test_reads_a_json_schema_as_object_or_text(self):
+        schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+        path = write_lines([
+            json.dumps({"name": "a", "kind": "json", "prompt": "x", "json_schema": schema}),
+            json.dumps({"name": "b", "kind": "json", "messages": [{"role": "user", "content": "x"}],
+                        "json_schema": json.dumps(schema)}),
+        ])
+        loaded = prompts.load_prompt_file(path)
+        self.assertEqual([json.loads(p.json_schema) for p in loaded], [schema, schema])
+
     def assertRejected(self, line, fragment):
         path = write_lines([line])
         with self.assertRaises(ValueError) as ctx:
@@ -61,6 +76,8 @@ class PromptFileTest(unittest.TestCase):
                             "unknown keys")
         self.assertRejected(json.dumps({"name": "a", "kind": "c", "messages": [{"role": "u"}]}),
                             "messages[0]")
+        self.assertRejected(json.dumps({"name": "a", "kind": "c", "prompt": "x", "json_schema": 3}),
+                            "'json_schema'")
 
     def test_duplicate_names_and_empty_file_are_rejected(self):
         line = json.dumps({"name": "a", "kind": "code", "prompt": "x"})

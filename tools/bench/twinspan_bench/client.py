@@ -1,6 +1,7 @@
 """The bench's backend over the public gRPC API (twinspan.v1.Serving on a target or a router)."""
 
 import hashlib
+import json
 import struct
 import time
 
@@ -26,6 +27,8 @@ def build_request(pb2, req: GenRequest):
     sampling.seed.value = req.seed
     sampling.draft.value = req.draft
     message = pb2.GenerateRequest(sampling=sampling, head_variant=req.variant or "")
+    if req.prompt.json_schema is not None:
+        message.structured_output.json_schema = req.prompt.json_schema
     if req.prompt.text is not None:
         message.prompt = req.prompt.text
     else:
@@ -36,10 +39,11 @@ def build_request(pb2, req: GenRequest):
 
 def read_stream(pb2, responses, req: GenRequest, result: GenResult) -> GenResult:
     """Fills `result` from a Generate response stream; checks the Final against the streamed ids."""
-    ids, final = [], None
+    ids, final, text = [], None, []
     for response in responses:
         kind = response.WhichOneof("kind")
         if kind == "chunk":
+            text.append(response.chunk.text)
             if response.chunk.ids:
                 result.chunks.append((time.perf_counter(), len(response.chunk.ids)))
                 ids.extend(response.chunk.ids)
@@ -62,9 +66,11 @@ def read_stream(pb2, responses, req: GenRequest, result: GenResult) -> GenResult
                      "served_by": final.served_by}
     # The reply must prove itself: hash, count and length agree with what was streamed.
     problems = []
-    if final.finish_reason != pb2.FINISH_REASON_LENGTH:
+    if req.ignore_eos and final.finish_reason != pb2.FINISH_REASON_LENGTH:
         problems.append(f"finished by {result.finish_reason} after {final.completion_tokens} "
                         f"tokens (want {req.max_tokens} with ignore_eos)")
+    if req.prompt.json_schema is not None:
+        problems += structured_problems(pb2, final, "".join(text))
     if final.completion_tokens != len(ids):
         problems.append(f"completion_tokens {final.completion_tokens} but {len(ids)} ids streamed")
     if final.token_sha256 != ids_sha256(ids):
@@ -72,6 +78,18 @@ def read_stream(pb2, responses, req: GenRequest, result: GenResult) -> GenResult
     if problems:
         result.ok, result.error = False, "; ".join(problems)
     return result
+
+
+def structured_problems(pb2, final, text: str) -> list:
+    """Structured output must end at EOS (the grammar completed) with text that parses as JSON."""
+    if final.finish_reason != pb2.FINISH_REASON_EOS:
+        return [f"structured output finished by {pb2.FinishReason.Name(final.finish_reason)} "
+                f"after {final.completion_tokens} tokens, not by EOS (raise --tokens)"]
+    try:
+        json.loads(text)
+    except ValueError as e:
+        return [f"structured output does not parse as JSON ({e})"]
+    return []
 
 
 class GrpcBackend:

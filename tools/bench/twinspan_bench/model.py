@@ -6,12 +6,14 @@ from typing import Optional
 
 @dataclasses.dataclass(frozen=True)
 class Prompt:
-    """One prompt: raw text completed as is, or chat messages rendered by the server's template."""
+    """One prompt: raw text completed as is, or chat messages rendered by the server's template;
+    with `json_schema` the reply is structured output (ends at EOS, not ignore_eos) and must parse."""
 
     name: str
     kind: str
     text: Optional[str] = None
     messages: Optional[tuple] = None  # tuple of (role, content)
+    json_schema: Optional[str] = None  # JSON Schema text for structured_output
 
     def __post_init__(self):
         if (self.text is None) == (self.messages is None):
@@ -46,7 +48,7 @@ class GenRequest:
     seed: int
     draft: bool = True
     variant: Optional[str] = None  # None: the server's default head variant
-    ignore_eos: bool = True
+    ignore_eos: bool = True  # False for structured output, which the grammar ends with EOS
 
 
 @dataclasses.dataclass

@@ -24,6 +24,23 @@ CHAT_MESSAGES = (
      "addressing, and say when you would pick each. Give a short example for both."),
 )
 
+JSON_MESSAGES = (
+    ("system", "You are a helpful assistant. Reply with JSON only."),
+    ("user", "Describe three programmers: a name, an age and the languages each writes."),
+)
+
+# The structured-output cell's schema: bounded strings, integers, enums and arrays.
+JSON_SCHEMA = json.dumps({
+    "type": "object",
+    "properties": {"people": {"type": "array", "minItems": 1, "maxItems": 3, "items": {
+        "type": "object",
+        "properties": {"name": {"type": "string", "maxLength": 24},
+                       "age": {"type": "integer"},
+                       "langs": {"type": "array", "maxItems": 4,
+                                 "items": {"enum": ["python", "c++", "rust", "go", "java"]}}},
+        "required": ["name", "age", "langs"]}}},
+    "required": ["people"]}, separators=(",", ":"))
+
 _WORDS = ("count", "total", "index", "value", "limit", "offset", "buffer", "record", "weight",
           "score", "window", "cursor", "bucket", "margin", "factor", "stride", "length", "batch")
 _OPS = ("+", "-", "*", "//", "%")
@@ -69,12 +86,14 @@ def long_code_prompt(functions: int = 80) -> str:
 
 
 def builtin_prompts(long_functions: int = 80) -> dict:
-    """The built-in prompts by name: 'code' and 'chat' (the default cells) and 'long'
-    (`long_functions` synthetic functions, ~200 characters each)."""
+    """The built-in prompts by name: 'code' and 'chat' (the default cells), 'long'
+    (`long_functions` synthetic functions, ~200 characters each) and 'json' (chat under a JSON
+    Schema: structured output with drafting on)."""
     return {
         "code": Prompt("code", "code", text=CODE_PROMPT),
         "chat": Prompt("chat", "chat", messages=CHAT_MESSAGES),
         "long": Prompt("long", "code", text=long_code_prompt(long_functions)),
+        "json": Prompt("json", "json", messages=JSON_MESSAGES, json_schema=JSON_SCHEMA),
     }
 
 
@@ -82,7 +101,7 @@ def parse_prompt_line(obj, where: str) -> Prompt:
     """One prompt from a decoded JSON object; raises ValueError naming `where` on bad input."""
     if not isinstance(obj, dict):
         raise ValueError(f"{where}: expected a JSON object, got {type(obj).__name__}")
-    unknown = set(obj) - {"name", "kind", "prompt", "messages"}
+    unknown = set(obj) - {"name", "kind", "prompt", "messages", "json_schema"}
     if unknown:
         raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
     name, kind = obj.get("name"), obj.get("kind")
@@ -90,13 +109,19 @@ def parse_prompt_line(obj, where: str) -> Prompt:
         raise ValueError(f"{where}: 'name' must be a non-empty string without '/'")
     if not isinstance(kind, str) or not kind:
         raise ValueError(f"{where}: 'kind' must be a non-empty string")
+    schema = obj.get("json_schema")
+    if schema is not None:
+        if isinstance(schema, dict):
+            schema = json.dumps(schema, separators=(",", ":"))
+        elif not isinstance(schema, str) or not schema:
+            raise ValueError(f"{where}: 'json_schema' must be a JSON Schema object or its text")
     has_prompt, has_messages = "prompt" in obj, "messages" in obj
     if has_prompt == has_messages:
         raise ValueError(f"{where}: give exactly one of 'prompt' (raw text) or 'messages' (chat)")
     if has_prompt:
         if not isinstance(obj["prompt"], str) or not obj["prompt"]:
             raise ValueError(f"{where}: 'prompt' must be a non-empty string")
-        return Prompt(name, kind, text=obj["prompt"])
+        return Prompt(name, kind, text=obj["prompt"], json_schema=schema)
     messages = obj["messages"]
     if not isinstance(messages, list) or not messages:
         raise ValueError(f"{where}: 'messages' must be a non-empty list")
@@ -106,7 +131,7 @@ def parse_prompt_line(obj, where: str) -> Prompt:
                 or not isinstance(m["role"], str) or not isinstance(m["content"], str)):
             raise ValueError(f"{where}: messages[{i}] must be {{\"role\": str, \"content\": str}}")
         parsed.append((m["role"], m["content"]))
-    return Prompt(name, kind, messages=tuple(parsed))
+    return Prompt(name, kind, messages=tuple(parsed), json_schema=schema)
 
 
 def load_prompt_file(path: str) -> list:

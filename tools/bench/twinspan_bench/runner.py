@@ -77,7 +77,7 @@ class Runner:
         return GenRequest(prompt=prompt, sampling=sampling,
                           max_tokens=tokens or self.options.tokens, seed=seed,
                           draft=self.options.draft if draft is None else draft,
-                          variant=variant or None)
+                          variant=variant or None, ignore_eos=prompt.json_schema is None)
 
     def reference_runs(self, prompt, sampling, variant: Optional[str], draft: bool, seeds) -> dict:
         """Each seed run alone, one after another; returns {seed: GenResult}."""
