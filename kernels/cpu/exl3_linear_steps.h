@@ -62,7 +62,7 @@ void RunRowBlocks(std::span<const RowsKernel> kernels, const float* xh, int64_t 
 void FinishBlock(Isa isa, float* total, const float* svh, const float* bias, float* out);
 
 #if defined(__x86_64__)
-// The kAvx2 steps (exl3_linear_steps_avx2.cc). REQUIRES: BestIsa() == Isa::kAvx2.
+// The kAvx2 steps (exl3_linear_steps_avx2.cc). REQUIRES: HasAvx2(BestIsa()).
 void RotateRowAvx2(const float* x, const float* suh, int64_t k, float* xh);
 void DecodeStripAvx2(const exl3::Weight& w, int64_t tk, int64_t block, float* strip);
 void AccumulateStripAvx2(const float* xh, int64_t xh_stride, int64_t rows, const float* strip,
