@@ -110,7 +110,7 @@ void RunRowBlocks(std::span<const RowsKernel> kernels, const float* xh, int64_t 
   }
 }
 
-// Each step calls its kAvx2 form only where one is built (x86-64) and asked for.
+// Each step calls its kAvx2 (or kAvx512) form only where one is built (x86-64) and asked for.
 void RotateRow([[maybe_unused]] Isa isa, const float* x, const float* suh, int64_t k, float* xh) {
 #if defined(__x86_64__)
   if (HasAvx2(isa)) return RotateRowAvx2(x, suh, k, xh);
@@ -129,6 +129,7 @@ void DecodeStrip([[maybe_unused]] Isa isa, const exl3::Weight& w, int64_t tk, in
 void AccumulateStrip([[maybe_unused]] Isa isa, const float* xh, int64_t xh_stride, int64_t rows,
                      const float* strip, const StripSums& out) {
 #if defined(__x86_64__)
+  if (isa == Isa::kAvx512) return AccumulateStripAvx512(xh, xh_stride, rows, strip, out);
   if (HasAvx2(isa)) return AccumulateStripAvx2(xh, xh_stride, rows, strip, out);
 #endif
   AccumulateStripPortable(xh, xh_stride, rows, strip, out);
