@@ -53,7 +53,7 @@ void StartHead(int64_t head_dim, HeadState& state) {
   std::fill(state.out, state.out + head_dim, 0.0f);
 }
 
-// Each step calls its kAvx2 form only where one is built (x86-64) and asked for.
+// Each step calls its kAvx2 (or kAvx512) form only where one is built (x86-64) and asked for.
 void ReadChunk([[maybe_unused]] Isa isa, const KvCache& kv, int64_t first, int64_t count,
                int64_t head, float* keys, float* values) {
 #if defined(__x86_64__)
@@ -66,6 +66,7 @@ void ReadChunk([[maybe_unused]] Isa isa, const KvCache& kv, int64_t first, int64
 void AttendRowChunk([[maybe_unused]] Isa isa, const RowChunk& c, HeadState* states,
                     float* scratch) {
 #if defined(__x86_64__)
+  if (isa == Isa::kAvx512) return AttendRowChunkAvx512(c, states, scratch);
   if (HasAvx2(isa)) return AttendRowChunkAvx2(c, states, scratch);
 #endif
   AttendRowChunkPortable(c, states, scratch);

@@ -66,6 +66,14 @@ void ReadChunkAvx2(const KvCache& kv, int64_t first, int64_t count, int64_t head
                    float* values);
 void AttendRowChunkAvx2(const RowChunk& c, HeadState* states, float* scratch);
 void FinishHeadAvx2(const HeadState& state, int64_t head_dim, float* out);
+// Pieces of the kAvx2 step that the kAvx512 one shares: the chunk max, p = exp(s - max) in place,
+// and the merge of a chunk's [D] output, max and sum into a head's state.
+float ChunkMaxAvx2(const float* s, int64_t n);
+void ProbabilitiesAvx2(float* s, int64_t n, float m);
+void MergeChunkAvx2(const float* o, float chunk_max, float chunk_sum, int64_t d, HeadState& st);
+// The kAvx512 step (attention_steps_avx512.cc): scores two keys a 16-lane register, P.V sixteen
+// dims a register. REQUIRES: BestIsa() == Isa::kAvx512.
+void AttendRowChunkAvx512(const RowChunk& c, HeadState* states, float* scratch);
 #endif
 
 }  // namespace twinspan::cpu::attention_steps

@@ -29,26 +29,38 @@ TWINSPAN_AVX2 inline float SumLanes(__m256 acc) {
   return _mm_cvtss_f32(_mm_add_ss(b, _mm_shuffle_ps(b, b, 1)));
 }
 
-// s[j] = Dot(q, keys[j], d) * scale for kKeys consecutive keys: q's vectors load once for all.
-template <int kKeys>
+// s[h * n + j] = Dot(q + h * d, keys[j], d) * scale for kHeads query heads and kKeys
+// consecutive keys: each key vector loads once for the heads, each query vector once for the keys.
+template <int kHeads, int kKeys>
 TWINSPAN_AVX2 inline void Scores(const float* q, const float* keys, int64_t d, float scale,
-                                 float* s) {
-  __m256 acc[kKeys];
+                                 float* s, int64_t n) {
+  __m256 acc[kHeads][kKeys];
 #pragma GCC unroll 4
-  for (int j = 0; j < kKeys; ++j) acc[j] = _mm256_setzero_ps();
+  for (int h = 0; h < kHeads; ++h) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kKeys; ++j) acc[h][j] = _mm256_setzero_ps();
+  }
   const int64_t d8 = d - d % 8;
   for (int64_t i = 0; i < d8; i += 8) {
-    const __m256 qv = _mm256_loadu_ps(q + i);
+    __m256 qv[kHeads];
+#pragma GCC unroll 4
+    for (int h = 0; h < kHeads; ++h) qv[h] = _mm256_loadu_ps(q + h * d + i);
 #pragma GCC unroll 4
     for (int j = 0; j < kKeys; ++j) {
-      acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(qv, _mm256_loadu_ps(keys + j * d + i)));
+      const __m256 kv = _mm256_loadu_ps(keys + j * d + i);
+#pragma GCC unroll 4
+      for (int h = 0; h < kHeads; ++h)
+        acc[h][j] = _mm256_add_ps(acc[h][j], _mm256_mul_ps(qv[h], kv));
     }
   }
 #pragma GCC unroll 4
-  for (int j = 0; j < kKeys; ++j) {
-    float sum = SumLanes(acc[j]);
-    for (int64_t i = d8; i < d; ++i) sum += q[i] * keys[j * d + i];
-    s[j] = sum * scale;
+  for (int h = 0; h < kHeads; ++h) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kKeys; ++j) {
+      float sum = SumLanes(acc[h][j]);
+      for (int64_t i = d8; i < d; ++i) sum += q[h * d + i] * keys[j * d + i];
+      s[h * n + j] = sum * scale;
+    }
   }
 }
 
@@ -78,50 +90,85 @@ TWINSPAN_AVX2 inline void Probabilities(float* s, int64_t n, float m) {
   ExpAvx2(s, n, s);
 }
 
-// o[0..8 kVectors) = sum over keys k of values[k][0..] * p[k] in key order from 0, and, when
-// `sum` is not null, *sum = ((0 + p[0]) + p[1]) + ... in the same pass.
-template <int kVectors>
+// o[h * d + 0..8 kVectors) = sum over keys k of values[k][0..] * p[h * n + k] in key order from
+// 0, for kHeads heads sharing each value load; when `sums` is not null, also sums[h] =
+// ((0 + p[h * n]) + p[h * n + 1]) + ... in the same pass. Heads give independent add chains.
+template <int kHeads, int kVectors>
 TWINSPAN_AVX2 inline void WeightedValues(const float* values, int64_t d, const float* p, int64_t n,
-                                         float* o, float* sum) {
-  __m256 acc[kVectors];
+                                         float* o, float* sums) {
+  __m256 acc[kHeads][kVectors];
+#pragma GCC unroll 4
+  for (int h = 0; h < kHeads; ++h) {
 #pragma GCC unroll 8
-  for (int v = 0; v < kVectors; ++v) acc[v] = _mm256_setzero_ps();
-  float total = 0.0f;
+    for (int v = 0; v < kVectors; ++v) acc[h][v] = _mm256_setzero_ps();
+  }
+  float total[kHeads] = {};
   for (int64_t k = 0; k < n; ++k) {
-    const __m256 pk = _mm256_set1_ps(p[k]);
-    total += p[k];
+    __m256 vk[kVectors];
 #pragma GCC unroll 8
-    for (int v = 0; v < kVectors; ++v) {
-      acc[v] = _mm256_add_ps(acc[v], _mm256_mul_ps(_mm256_loadu_ps(values + k * d + 8 * v), pk));
+    for (int64_t v = 0; v < kVectors; ++v) vk[v] = _mm256_loadu_ps(values + k * d + 8 * v);
+#pragma GCC unroll 4
+    for (int h = 0; h < kHeads; ++h) {
+      const float ph = p[h * n + k];
+      total[h] += ph;
+      const __m256 pk = _mm256_set1_ps(ph);
+#pragma GCC unroll 8
+      for (int v = 0; v < kVectors; ++v)
+        acc[h][v] = _mm256_add_ps(acc[h][v], _mm256_mul_ps(vk[v], pk));
     }
   }
+#pragma GCC unroll 4
+  for (int h = 0; h < kHeads; ++h) {
 #pragma GCC unroll 8
-  for (int v = 0; v < kVectors; ++v) _mm256_storeu_ps(o + 8 * v, acc[v]);
-  if (sum != nullptr) *sum = total;
+    for (int64_t v = 0; v < kVectors; ++v) _mm256_storeu_ps(o + h * d + 8 * v, acc[h][v]);
+    if (sums != nullptr) sums[h] = total[h];
+  }
 }
 
-// o[0..d) = sum_k values[k] * p[k] and the sum of p, as WeightedValues, over all d columns.
+// o[h * d + 0..d) and sums[h] as WeightedValues, over all d columns, for kHeads heads.
+template <int kHeads>
 TWINSPAN_AVX2 void WeightedRows(const float* values, int64_t d, const float* p, int64_t n, float* o,
-                                float* sum) {
+                                float* sums) {
+  constexpr int64_t kVectors = kHeads == 1 ? 8 : 4;
   int64_t c = 0;
-  float* first_sum = sum;
-  for (; c + 64 <= d; c += 64, first_sum = nullptr) {
-    WeightedValues<8>(values + c, d, p, n, o + c, first_sum);
+  float* first = sums;
+  for (; c + 8 * kVectors <= d; c += 8 * kVectors, first = nullptr) {
+    WeightedValues<kHeads, kVectors>(values + c, d, p, n, o + c, first);
   }
-  for (; c + 8 <= d; c += 8, first_sum = nullptr) {
-    WeightedValues<1>(values + c, d, p, n, o + c, first_sum);
+  for (; c + 8 <= d; c += 8, first = nullptr) {
+    WeightedValues<kHeads, 1>(values + c, d, p, n, o + c, first);
   }
-  if (c < d) {
-    for (int64_t i = c; i < d; ++i) o[i] = 0.0f;
+  for (int h = 0; h < kHeads; ++h) {
+    const float* ph = p + h * n;
+    float* oh = o + h * d;
+    for (int64_t i = c; i < d; ++i) oh[i] = 0.0f;
     for (int64_t k = 0; k < n; ++k) {
-      for (int64_t i = c; i < d; ++i) o[i] = o[i] + values[k * d + i] * p[k];
+      for (int64_t i = c; i < d; ++i) oh[i] = oh[i] + values[k * d + i] * ph[k];
+    }
+    if (first != nullptr) {
+      float total = 0.0f;
+      for (int64_t k = 0; k < n; ++k) total += ph[k];
+      first[h] = total;
     }
   }
-  if (first_sum != nullptr) {
-    float total = 0.0f;
-    for (int64_t k = 0; k < n; ++k) total += p[k];
-    *first_sum = total;
+}
+
+// kHeads query heads of one row over one chunk, merged into their states.
+template <int kHeads>
+TWINSPAN_AVX2 void AttendHeads(const RowChunk& c, const float* q, HeadState* states, float* p,
+                               float* o) {
+  const int64_t d = c.head_dim, n = c.n;
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) Scores<kHeads, 4>(q, c.keys + k * d, d, c.scale, p + k, n);
+  for (; k < n; ++k) Scores<kHeads, 1>(q, c.keys + k * d, d, c.scale, p + k, n);
+  float chunk_max[kHeads];
+  for (int h = 0; h < kHeads; ++h) {
+    chunk_max[h] = ChunkMax(p + h * n, n);
+    Probabilities(p + h * n, n, chunk_max[h]);
   }
+  float sums[kHeads];
+  WeightedRows<kHeads>(c.values, d, p, n, o, sums);
+  for (int h = 0; h < kHeads; ++h) MergeChunkAvx2(o + h * d, chunk_max[h], sums[h], d, states[h]);
 }
 
 // out[i] = out[i] * a + x[i] * b.
@@ -169,28 +216,39 @@ TWINSPAN_AVX2 void ReadChunkAvx2(const KvCache& kv, int64_t first, int64_t count
   WidenRows(kv.value_data(), bf16, kv.row_size(), kv.head_dim(), first, count, head, values);
 }
 
+TWINSPAN_AVX2 float ChunkMaxAvx2(const float* s, int64_t n) { return ChunkMax(s, n); }
+
+TWINSPAN_AVX2 void ProbabilitiesAvx2(float* s, int64_t n, float m) { Probabilities(s, n, m); }
+
+TWINSPAN_AVX2 void MergeChunkAvx2(const float* o, float chunk_max, float chunk_sum, int64_t d,
+                                  HeadState& st) {
+  const float new_max = std::max(st.max, chunk_max);
+  const float old_scale = std::exp(st.max - new_max);  // 0 for the first chunk.
+  const float chunk_scale = std::exp(chunk_max - new_max);
+  st.sum = st.sum * old_scale + chunk_sum * chunk_scale;
+  ScaleAdd(st.out, old_scale, o, chunk_scale, d);
+  st.max = new_max;
+}
+
 TWINSPAN_AVX2 void AttendRowChunkAvx2(const RowChunk& c, HeadState* states, float* scratch) {
   const int64_t d = c.head_dim, n = c.n;
   float* p = scratch;                        // [group, n]: scores, then probabilities.
   float* chunk_out = scratch + c.group * n;  // [group, D]
-  for (int64_t g = 0; g < c.group; ++g) {
+  for (int64_t g = 0; g < c.group;) {        // Three heads a pass: 12 accumulators of 16 registers.
     const float* q = c.q + g * d;
-    float* s = p + g * n;
-    int64_t k = 0;
-    for (; k + 4 <= n; k += 4) Scores<4>(q, c.keys + k * d, d, c.scale, s + k);
-    for (; k < n; ++k) Scores<1>(q, c.keys + k * d, d, c.scale, s + k);
-    const float chunk_max = ChunkMax(s, n);
-    Probabilities(s, n, chunk_max);
-    float chunk_sum = 0.0f;
-    float* o = chunk_out + g * d;
-    WeightedRows(c.values, d, s, n, o, &chunk_sum);
-    HeadState& st = states[g];
-    const float new_max = std::max(st.max, chunk_max);
-    const float old_scale = std::exp(st.max - new_max);  // 0 for the first chunk.
-    const float chunk_scale = std::exp(chunk_max - new_max);
-    st.sum = st.sum * old_scale + chunk_sum * chunk_scale;
-    ScaleAdd(st.out, old_scale, o, chunk_scale, d);
-    st.max = new_max;
+    switch (std::min<int64_t>(3, c.group - g)) {
+      case 3:
+        AttendHeads<3>(c, q, states + g, p + g * n, chunk_out + g * d);
+        g += 3;
+        break;
+      case 2:
+        AttendHeads<2>(c, q, states + g, p + g * n, chunk_out + g * d);
+        g += 2;
+        break;
+      default:
+        AttendHeads<1>(c, q, states + g, p + g * n, chunk_out + g * d);
+        g += 1;
+    }
   }
 }
 
