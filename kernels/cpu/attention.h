@@ -3,7 +3,9 @@
 //
 // Row-invariant: a query row sees a key range fixed by its own absolute position (or by num_keys
 // for kFull), and keys are reduced in fixed chunks of kAttentionKeyChunk absolute positions with an
-// online softmax merged chunk by chunk in position order. No other row changes its result.
+// online softmax merged chunk by chunk in position order. No other row changes its result; rows
+// of one call only share the reading (and bf16 widening) of each chunk. The arithmetic order is
+// spelled out in kernels/cpu/attention_steps.h, with its AVX2 form.
 #ifndef TWINSPAN_KERNELS_CPU_ATTENTION_H_
 #define TWINSPAN_KERNELS_CPU_ATTENTION_H_
 

@@ -11,9 +11,13 @@ namespace twinspan::cpu {
 
 #if defined(__x86_64__)
 // y[r * y_stride + j] = Dot(x + r * x_stride, w + j * k, k) for r < rows, j0 <= j < j1.
-// REQUIRES: BestIsa() == Isa::kAvx2.
+// REQUIRES: HasAvx2(BestIsa()).
 void DenseColumnsAvx2(const float* x, int64_t x_stride, int64_t rows, const float* w, int64_t k,
                       float* y, int64_t y_stride, int64_t j0, int64_t j1);
+// The same with AVX-512, two columns a register (dense_linear_avx512.cc).
+// REQUIRES: BestIsa() == Isa::kAvx512.
+void DenseColumnsAvx512(const float* x, int64_t x_stride, int64_t rows, const float* w, int64_t k,
+                        float* y, int64_t y_stride, int64_t j0, int64_t j1);
 #endif
 
 }  // namespace twinspan::cpu

@@ -110,10 +110,10 @@ void RunRowBlocks(std::span<const RowsKernel> kernels, const float* xh, int64_t 
   }
 }
 
-// Each step calls its kAvx2 form only where one is built (x86-64) and asked for.
+// Each step calls its kAvx2 (or kAvx512) form only where one is built (x86-64) and asked for.
 void RotateRow([[maybe_unused]] Isa isa, const float* x, const float* suh, int64_t k, float* xh) {
 #if defined(__x86_64__)
-  if (isa == Isa::kAvx2) return RotateRowAvx2(x, suh, k, xh);
+  if (HasAvx2(isa)) return RotateRowAvx2(x, suh, k, xh);
 #endif
   RotateRowPortable(x, suh, k, xh);
 }
@@ -121,7 +121,7 @@ void RotateRow([[maybe_unused]] Isa isa, const float* x, const float* suh, int64
 void DecodeStrip([[maybe_unused]] Isa isa, const exl3::Weight& w, int64_t tk, int64_t block,
                  float* strip) {
 #if defined(__x86_64__)
-  if (isa == Isa::kAvx2) return DecodeStripAvx2(w, tk, block, strip);
+  if (HasAvx2(isa)) return DecodeStripAvx2(w, tk, block, strip);
 #endif
   DecodeStripPortable(w, tk, block, strip);
 }
@@ -129,7 +129,8 @@ void DecodeStrip([[maybe_unused]] Isa isa, const exl3::Weight& w, int64_t tk, in
 void AccumulateStrip([[maybe_unused]] Isa isa, const float* xh, int64_t xh_stride, int64_t rows,
                      const float* strip, const StripSums& out) {
 #if defined(__x86_64__)
-  if (isa == Isa::kAvx2) return AccumulateStripAvx2(xh, xh_stride, rows, strip, out);
+  if (isa == Isa::kAvx512) return AccumulateStripAvx512(xh, xh_stride, rows, strip, out);
+  if (HasAvx2(isa)) return AccumulateStripAvx2(xh, xh_stride, rows, strip, out);
 #endif
   AccumulateStripPortable(xh, xh_stride, rows, strip, out);
 }
@@ -137,7 +138,7 @@ void AccumulateStrip([[maybe_unused]] Isa isa, const float* xh, int64_t xh_strid
 void FinishBlock([[maybe_unused]] Isa isa, float* total, const float* svh, const float* bias,
                  float* out) {
 #if defined(__x86_64__)
-  if (isa == Isa::kAvx2) return FinishBlockAvx2(total, svh, bias, out);
+  if (HasAvx2(isa)) return FinishBlockAvx2(total, svh, bias, out);
 #endif
   FinishBlockPortable(total, svh, bias, out);
 }

@@ -1,12 +1,12 @@
 // The inner steps of cpu::Exl3Linear (kernels/cpu/exl3_linear.h), one implementation per
-// instruction set (cpu::Isa): kPortable (any x86-64 or ARM64 build) and kAvx2 (x86-64 with
-// AVX2, FMA and F16C, picked at run time). Every step gives the same bits on every instruction set:
-// the reduction order is the one documented in exl3_linear.h, products xh * W_hat are exact in fp32
-// (so an FMA rounds as a multiply then an add does), and elementwise steps are single IEEE
-// operations in a fixed order. One exception: from NaN inputs both give NaN in the same places,
-// but which input NaN's payload an add keeps is the compiler's choice (it may swap the operands
-// of a commutative add), as it already was for the scalar code. Internal to kernels/cpu; tests
-// call it to compare the two.
+// instruction set (cpu::Isa): kPortable (any x86-64 or ARM64 build), kAvx2 (x86-64 with AVX2,
+// FMA and F16C, picked at run time) and, for the accumulate step, kAvx512. Every step gives the
+// same bits on every instruction set: the reduction order is the one documented in exl3_linear.h,
+// products xh * W_hat are exact in fp32 (so an FMA rounds as a multiply then an add does), and
+// elementwise steps are single IEEE operations in a fixed order. One exception: from NaN inputs
+// both give NaN in the same places, but which input NaN's payload an add keeps is the compiler's
+// choice (it may swap the operands of a commutative add), as it already was for the scalar code.
+// Internal to kernels/cpu; tests call it to compare the two.
 #ifndef TWINSPAN_KERNELS_CPU_EXL3_LINEAR_STEPS_H_
 #define TWINSPAN_KERNELS_CPU_EXL3_LINEAR_STEPS_H_
 
@@ -62,12 +62,16 @@ void RunRowBlocks(std::span<const RowsKernel> kernels, const float* xh, int64_t 
 void FinishBlock(Isa isa, float* total, const float* svh, const float* bias, float* out);
 
 #if defined(__x86_64__)
-// The kAvx2 steps (exl3_linear_steps_avx2.cc). REQUIRES: BestIsa() == Isa::kAvx2.
+// The kAvx2 steps (exl3_linear_steps_avx2.cc). REQUIRES: HasAvx2(BestIsa()).
 void RotateRowAvx2(const float* x, const float* suh, int64_t k, float* xh);
 void DecodeStripAvx2(const exl3::Weight& w, int64_t tk, int64_t block, float* strip);
 void AccumulateStripAvx2(const float* xh, int64_t xh_stride, int64_t rows, const float* strip,
                          const StripSums& out);
 void FinishBlockAvx2(float* total, const float* svh, const float* bias, float* out);
+// The kAvx512 accumulate (exl3_linear_steps_avx512.cc); the other steps run their kAvx2 form.
+// REQUIRES: BestIsa() == Isa::kAvx512.
+void AccumulateStripAvx512(const float* xh, int64_t xh_stride, int64_t rows, const float* strip,
+                           const StripSums& out);
 #endif
 
 }  // namespace twinspan::cpu::exl3_steps

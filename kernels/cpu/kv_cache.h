@@ -46,6 +46,15 @@ class KvCache {
   void ReadKeys(int64_t first, int64_t count, int64_t head, float* out) const;
   void ReadValues(int64_t first, int64_t count, int64_t head, float* out) const;
 
+  // The storage of all keys / values, [capacity, kv_heads, head_dim] elements: floats for kF32,
+  // bf16 bits (uint16_t) for kBF16. For ops that widen rows their own way (vector code).
+  const void* key_data() const {
+    return dtype_ == KvDtype::kF32 ? static_cast<const void*>(k32_.get()) : k16_.get();
+  }
+  const void* value_data() const {
+    return dtype_ == KvDtype::kF32 ? static_cast<const void*>(v32_.get()) : v16_.get();
+  }
+
  private:
   KvDtype dtype_ = KvDtype::kBF16;
   int64_t capacity_ = 0;

@@ -83,7 +83,11 @@ absl::Status Linear(const Context& ctx, const float* x, int64_t x_stride, int64_
   ParallelFor(ctx.pool, tasks, grain, [&](int64_t t0, int64_t t1) {
     const int64_t j0 = t0 * kColumnsPerTask, j1 = std::min(n, t1 * kColumnsPerTask);
 #if defined(__x86_64__)
-    if (ctx.isa == Isa::kAvx2) {
+    if (ctx.isa == Isa::kAvx512) {
+      return DenseColumnsAvx512(x, x_stride, rows, w.dense_row(0), w.in_features(), y, y_stride, j0,
+                                j1);
+    }
+    if (HasAvx2(ctx.isa)) {
       return DenseColumnsAvx2(x, x_stride, rows, w.dense_row(0), w.in_features(), y, y_stride, j0,
                               j1);
     }

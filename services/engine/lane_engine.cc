@@ -28,6 +28,7 @@ struct LaneEngine::Stream {
   std::vector<int64_t> tap_layer_ids;
   std::vector<uint32_t> drafts;    // this round's
   std::vector<TokenMask> allowed;  // this round's, one per window row (structured output)
+  std::optional<DraftWindow> window;
   WindowOutput window_out;
   std::vector<float> kept_taps;  // the committed rows' taps when the model deferred them
   StreamSummary summary;
@@ -322,6 +323,7 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
   s.summary.seed = s.request.sampling.seed;
   s.summary.head_variant = "none";
   s.summary.queue_seconds = Seconds(absl::Now() - s.arrival);
+  s.window.emplace(options_.draft_window);
   bool aborted = false;
   {
     absl::MutexLock lock(&mu_);
@@ -537,8 +539,8 @@ void LaneEngine::RunRound() {
     const int64_t room_tokens =
         s.request.max_tokens - static_cast<int64_t>(s.summary.completion_ids.size()) - 1;
     const int64_t room_context = info.max_context - s.sequence->length() - 1;
-    const int64_t k = std::max<int64_t>(
-        0, std::min<int64_t>({static_cast<int64_t>(s.drafts.size()), room_tokens, room_context}));
+    const int64_t window = s.window->Size(static_cast<int>(s.drafts.size()));
+    const int64_t k = std::max<int64_t>(0, std::min<int64_t>({window, room_tokens, room_context}));
     s.drafts.resize(k);
   }
   for (auto& sp : live_) {
@@ -600,6 +602,7 @@ void LaneEngine::RunRound() {
     }
     if (s.done) continue;
     const int accepted = static_cast<int>(emitted.size()) - 1;
+    s.window->Record(k, accepted);
     s.round += 1;
     s.summary.drafted += k;
     s.summary.accepted += accepted;

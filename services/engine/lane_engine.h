@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "services/engine/draft_channel.h"
+#include "services/engine/draft_window.h"
 #include "services/engine/engine_request.h"
 #include "services/engine/verifier_model.h"
 
@@ -38,6 +39,7 @@ struct EngineOptions {
   int64_t max_prompt_tokens = 0;                           // 0: the model's context - 1
   int max_tokens_limit = 4096;                             // the largest max_tokens accepted
   absl::Duration draft_timeout = absl::Milliseconds(500);  // per round, all streams together
+  DraftWindowOptions draft_window;                         // how many proposals a round verifies
   std::string name = "target";                             // for logs
 };
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "common/metrics/serving_metrics.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
+#include "services/engine/draft_window.h"
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/lane_engine.h"
 #include "services/engine/proposal_box.h"
@@ -88,10 +90,12 @@ class EngineTest : public ::testing::Test {
   ToySampler sampler_;
   InProcessDraftChannel channel_{&drafter_};
 
-  std::unique_ptr<LaneEngine> Start(int parallel, bool with_drafter) {
+  std::unique_ptr<LaneEngine> Start(int parallel, bool with_drafter,
+                                    DraftWindowOptions window = {}) {
     EngineOptions options;
     options.parallel = parallel;
     options.draft_timeout = absl::Seconds(5);
+    options.draft_window = window;
     auto engine =
         LaneEngine::Start(options, &model_, &sampler_, with_drafter ? &channel_ : nullptr, nullptr);
     EXPECT_TRUE(engine.ok()) << engine.status();
@@ -253,6 +257,83 @@ TEST_F(EngineTest, ADraftThatEndsTheOutputUnderAGrammarKeepsEveryRowMasked) {
       EXPECT_EQ(plain[0].completion_ids, with_eos_drafts[0].completion_ids) << "t=" << temperature;
     }
   }
+}
+
+// A window only cuts how many proposals a round verifies: every window gives plain's tokens, and
+// a count window never verifies more than its count.
+TEST_F(EngineTest, DraftWindowsChangeNoTokenAndCapTheDraftsARoundVerifies) {
+  for (const char* text : {"all", "adaptive", "2", "1"}) {
+    const absl::StatusOr<DraftWindowOptions> window = ParseDraftWindow(text);
+    ASSERT_TRUE(window.ok()) << window.status();
+    for (float temperature : {0.0f, 0.8f}) {
+      SCOPED_TRACE(std::string("--draft-window ") + text + " t=" + std::to_string(temperature));
+      auto plain_engine = Start(1, false);
+      auto draft_engine = Start(1, true, *window);
+      for (int which = 0; which < 3; ++which) {
+        auto plain = RunAll(*plain_engine, {MakeRequest(which, temperature, true)});
+        auto drafted = RunAll(*draft_engine, {MakeRequest(which, temperature, true)});
+        ASSERT_EQ(plain.size(), 1u);
+        ASSERT_EQ(drafted.size(), 1u);
+        EXPECT_EQ(plain[0].completion_ids, drafted[0].completion_ids);
+        EXPECT_GT(drafted[0].drafted, 0);
+        if (window->max_drafts > 0) {
+          EXPECT_LE(drafted[0].drafted, int64_t{window->max_drafts} * drafted[0].rounds);
+          for (uint32_t kept : drafted[0].tokens_per_round) {
+            EXPECT_LE(kept, static_cast<uint32_t>(window->max_drafts) + 1);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(DraftWindowTest, ParsesItsValuesAndNamesTheFlagOnBadOnes) {
+  for (const char* text : {"all", "adaptive", "1", "16"}) {
+    const absl::StatusOr<DraftWindowOptions> window = ParseDraftWindow(text);
+    ASSERT_TRUE(window.ok()) << text << ": " << window.status();
+    EXPECT_EQ(DraftWindowName(*window), text);
+  }
+  for (const char* text : {"", "0", "-3", "auto", "some", "2x"}) {
+    const absl::StatusOr<DraftWindowOptions> window = ParseDraftWindow(text);
+    ASSERT_TRUE(absl::IsInvalidArgument(window.status())) << text;
+    EXPECT_NE(window.status().message().find("--draft-window"), std::string::npos);
+    EXPECT_NE(window.status().message().find("adaptive"), std::string::npos);
+  }
+}
+
+TEST(DraftWindowTest, AllAndCountWindowsKeepWhatTheyAllow) {
+  DraftWindow all(*ParseDraftWindow("all"));
+  DraftWindow three(*ParseDraftWindow("3"));
+  for (int round = 0; round < 5; ++round) {
+    all.Record(8, 0);
+    three.Record(3, 0);
+  }
+  EXPECT_EQ(all.Size(15), 15);
+  EXPECT_EQ(all.Size(0), 0);
+  EXPECT_EQ(three.Size(15), 3);
+  EXPECT_EQ(three.Size(2), 2);
+}
+
+TEST(DraftWindowTest, AdaptiveShrinksWhileDraftsMissAndGrowsWhenWholeWindowsAreKept) {
+  DraftWindow window(*ParseDraftWindow("adaptive"));
+  EXPECT_EQ(window.Size(15), 10);  // kScale * kStartMean + kMargin before any round.
+  EXPECT_EQ(window.Size(6), 6);    // Never more than the drafter sent.
+  EXPECT_EQ(window.Size(0), 0);
+  int last = window.Size(15);
+  for (int round = 0; round < 12; ++round) {
+    window.Record(last, 0);
+    const int next = window.Size(15);
+    EXPECT_LE(next, last);
+    last = next;
+  }
+  EXPECT_EQ(last, 3);  // A stream that keeps nothing still verifies a few drafts.
+  window.Record(last, 1);
+  window.Record(0, 0);  // A round without drafts teaches nothing.
+  const int before = window.Size(15);
+  window.Record(before, before);
+  EXPECT_GT(window.Size(15), before);
+  for (int round = 0; round < 20; ++round) window.Record(window.Size(15), window.Size(15));
+  EXPECT_EQ(window.Size(15), 15);
 }
 
 TEST_F(EngineTest, DraftFalseRunsPlain) {

@@ -10,3 +10,8 @@ twinspan_test(cpu_linear_paths_test
           ${CMAKE_CURRENT_LIST_DIR}/formats_exl3_fixture.cc
   LIBS twinspan_cpu twinspan_safetensors
   LABELS unit asan)
+# cpu::Attention on each instruction set against its scalar order; ExpAvx2 against std::exp.
+twinspan_test(cpu_attention_paths_test
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/cpu_attention_paths_test.cc
+  LIBS twinspan_cpu
+  LABELS unit asan)

@@ -15,8 +15,7 @@ namespace twinspan::cpu {
 namespace {
 
 TEST(LinearPathsTest, DenseColumnsAreDotOnEveryInstructionSet) {
-  std::vector<Isa> isas = {Isa::kPortable};
-  if (BestIsa() == Isa::kAvx2) isas.push_back(Isa::kAvx2);
+  const std::vector<Isa> isas = RunnableIsas();
   ThreadPool pool(2);
   uint32_t seed = 1;
   for (int64_t k : {1, 7, 8, 13, 40, 384, 1023}) {
@@ -36,7 +35,7 @@ TEST(LinearPathsTest, DenseColumnsAreDotOnEveryInstructionSet) {
         for (Isa isa : isas) {
           for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
             SCOPED_TRACE("k " + std::to_string(k) + " n " + std::to_string(n) + " rows " +
-                         std::to_string(rows) + (isa == Isa::kAvx2 ? " avx2" : " portable") +
+                         std::to_string(rows) + " " + IsaName(isa) +
                          (p == nullptr ? " inline" : " pool"));
             std::vector<float> y(rows * y_stride, -1.0f);
             ASSERT_TRUE(

@@ -26,6 +26,9 @@ void AddTargetFlags(CLI::App& app, TargetFlags& f, bool with_grpc_drafter) {
   app.add_option("--context", o.context, "Positions per stream (prompt + completion)");
   app.add_option("--threads", o.threads, "CPU threads (0: all)");
   app.add_option("--draft-timeout-ms", f.draft_timeout_ms, "Per-round wait for proposals");
+  app.add_option("--draft-window", o.draft_window,
+                 "Proposals a round verifies: all, adaptive (per stream, from its recent "
+                 "acceptance), a count N, or auto (adaptive on a CPU, all on a GPU)");
   app.add_option("--max-waiting", o.max_waiting, "Queued requests beyond the live ones");
   app.add_option("--max-prompt-tokens", o.max_prompt_tokens, "Prompt limit (0: context - 1)");
   app.add_option("--max-tokens-limit", o.max_tokens_limit, "Largest max_tokens accepted");

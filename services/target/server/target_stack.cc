@@ -10,6 +10,7 @@
 #include "kernels/cpu/parallel.h"
 #include "services/device/device_backend.h"
 #include "services/engine/checkpoint_fingerprint.h"
+#include "services/engine/draft_window.h"
 #include "services/engine/grpc/grpc_draft_channel.h"
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/tap_fuser.h"
@@ -53,6 +54,12 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   }
   ABSL_ASSIGN_OR_RETURN(const device::DeviceSpec device,
                         device::DeviceSpec::Parse(o.device, "--device"));
+  // A CPU verify pays for each row; on a GPU extra rows cost little (docs/perf.md).
+  const std::string window = o.draft_window != "auto" ? o.draft_window
+                             : device.is_cuda()       ? "all"
+                                                      : "adaptive";
+  ABSL_ASSIGN_OR_RETURN(const engine::DraftWindowOptions draft_window,
+                        engine::ParseDraftWindow(window));
   const std::string drafter_device = o.drafter_device.empty() ? o.device : o.drafter_device;
   if (!o.drafter_device.empty()) {
     if (o.drafter_model_dir.empty()) {
@@ -155,6 +162,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   eopt.max_prompt_tokens = o.max_prompt_tokens;
   eopt.max_tokens_limit = o.max_tokens_limit;
   eopt.draft_timeout = o.draft_timeout;
+  eopt.draft_window = draft_window;
   eopt.name = o.name;
   ABSL_ASSIGN_OR_RETURN(
       stack->engine_,
@@ -178,9 +186,10 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
       std::make_unique<TargetBackend>(stack->engine_.get(), p.codec.get(), bopt, p.grammar.get());
   spdlog::info(
       "{}: {} ({}), vocab {}, context {}, parallel {}, threads {}, backend {}, sampling on {}, "
-      "drafter {}",
+      "draft window {}, drafter {}",
       o.name, o.model_dir, config.model_type, info.vocab_size, o.context, o.parallel, threads,
       p.backend->name(), p.logits_sampler != nullptr ? p.backend->name() : "the host",
+      engine::DraftWindowName(draft_window),
       !o.drafter_address.empty()     ? o.drafter_address
       : !o.drafter_model_dir.empty() ? absl::StrCat("in-process on ", drafter_device)
                                      : std::string("none"));

@@ -43,6 +43,9 @@ struct TargetStackOptions {
   std::string fuse_taps_drafter_dir;
   bool bf16_taps = false;  // split mode: tap rows as BF16 (half the bytes)
   absl::Duration draft_timeout = absl::Milliseconds(500);
+  // --draft-window: how many proposals a round verifies (engine/draft_window.h): "all",
+  // "adaptive", a count N, or "auto": adaptive on a CPU target, all on a GPU.
+  std::string draft_window = "auto";
   int max_waiting = 64;
   int64_t max_prompt_tokens = 0;  // 0: context - 1
   int max_tokens_limit = 4096;
