@@ -4,6 +4,8 @@
 #ifndef TWINSPAN_COMMON_METRICS_SERVING_METRICS_H_
 #define TWINSPAN_COMMON_METRICS_SERVING_METRICS_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,6 +45,10 @@ class ServingMetrics {
   void SetRequestsRunning(int n);
   void SetRequestsWaiting(int n);
   void SetKvCacheUsage(double fraction);
+  // Prompt-prefix caches, by `cache` ("target" or "drafter"): one prompt looked up, and the
+  // tokens it resumed instead of computing again (0: a miss); the bytes the cache holds.
+  void RecordPrefixLookup(std::string_view cache, int64_t reused_tokens);
+  void SetPrefixCacheBytes(std::string_view cache, size_t bytes);
 
   // Router: one routed request per variant and worker; a retry before anything was streamed, by
   // the variant and the worker whose attempt failed.
@@ -75,6 +81,10 @@ class ServingMetrics {
   prometheus::Family<prometheus::Gauge>& running_;
   prometheus::Family<prometheus::Gauge>& waiting_;
   prometheus::Family<prometheus::Gauge>& kv_usage_;
+  prometheus::Family<prometheus::Counter>& prefix_queries_;
+  prometheus::Family<prometheus::Counter>& prefix_hits_;
+  prometheus::Family<prometheus::Counter>& prefix_reused_tokens_;
+  prometheus::Family<prometheus::Gauge>& prefix_bytes_;
   prometheus::Family<prometheus::Counter>& routed_;
   prometheus::Family<prometheus::Counter>& retries_;
   prometheus::Family<prometheus::Gauge>& worker_healthy_;

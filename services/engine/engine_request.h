@@ -44,6 +44,7 @@ struct StreamSummary {
   FinishReason finish_reason = FinishReason::kLength;
   std::vector<uint32_t> completion_ids;  // every emitted id, the stop token included
   int prompt_tokens = 0;
+  int cached_prompt_tokens = 0;  // resumed from the target's prefix cache, not prefilled
   int64_t drafted = 0;
   int64_t accepted = 0;
   int rounds = 0;

@@ -290,6 +290,7 @@ void LaneEngine::PublishLoad() {
   // Set before running_ drops, so a caller that saw the engine idle sees the final values.
   if (metrics_ != nullptr) {
     metrics_->SetKvCacheUsage(KvCacheUsage());
+    metrics_->SetPrefixCacheBytes("target", model_->prefix_cache_use().bytes);
     metrics_->SetRequestsRunning(static_cast<int>(live_.size()));
   }
   int waiting = 0;
@@ -362,6 +363,8 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
                                                 : Fail(s, status);
   }
   s.summary.prefill_seconds = Seconds(absl::Now() - prefill_start);
+  s.summary.cached_prompt_tokens = static_cast<int>(out.first_row);
+  if (metrics_ != nullptr) metrics_->RecordPrefixLookup("target", out.first_row);
   const int vocab = model_->info().vocab_size;
   const int64_t position = static_cast<int64_t>(s.request.prompt_ids.size());
   absl::StatusOr<uint32_t> first =
@@ -378,7 +381,7 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
   if (s.drafting) {
     const int64_t width = TapWidth(out, s.tap_layer_ids.size(), model_->info().hidden_size);
     DraftOpen open{s.id, s.request.request_id, s.request.prompt_ids,
-                   TapRows{out.rows, width, out.taps, out.taps_fused}, s.pending};
+                   TapRows{out.rows, width, out.taps, out.taps_fused, out.first_row}, s.pending};
     absl::Status sent = channel_->Open(open);
     if (!sent.ok()) {
       spdlog::warn("[{}] drafter open failed, decoding without drafts: {}", s.request.request_id,

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "services/engine/prefix_cache_use.h"
 #include "services/engine/token_constraint.h"
 
 namespace twinspan::engine {
@@ -40,6 +41,9 @@ struct SamplingOptions {
 
 // Rows of one forward: logits (or the model's own draws) for every row and the taps of every row.
 struct WindowOutput {
+  // Prefill: the prompt rows resumed from the model's prefix cache; `rows`, the logits and the
+  // taps are of the rows after them. 0 for a verify window.
+  int64_t first_row = 0;
   int64_t rows = 0;
   // [rows, vocab] (Prefill: the last row's); may be empty when `tokens` holds the draws.
   std::vector<float> logits;
@@ -74,9 +78,11 @@ class VerifierSequence {
   virtual ~VerifierSequence() = default;
   // Positions committed so far.
   virtual int64_t length() const = 0;
-  // Prefills `prompt` (committed) and returns the last row's logits (or draw) and every row's taps
-  // (never deferred). Errors: InvalidArgument (empty, id outside the vocabulary),
-  // ResourceExhausted (context), or control.keep_going's status (the sequence is then unusable).
+  // Prefills `prompt` (committed) and returns the last row's logits (or draw) and the taps of every
+  // row it ran (never deferred): a model with a prefix cache resumes after a cached beginning of
+  // the prompt (WindowOutput::first_row). Errors: InvalidArgument (empty, id outside the
+  // vocabulary), ResourceExhausted (context), or control.keep_going's status (the sequence is then
+  // unusable).
   virtual absl::Status Prefill(absl::Span<const uint32_t> prompt,
                                const std::vector<int64_t>& tap_layer_ids,
                                const PrefillControl& control, WindowOutput* out) = 0;
@@ -117,6 +123,8 @@ class VerifierModel {
   virtual const VerifierInfo& info() const = 0;
   // ResourceExhausted when the caches cannot be allocated.
   virtual absl::StatusOr<std::unique_ptr<VerifierSequence>> NewSequence() const = 0;
+  // The prompt-prefix cache's current size; zeros for a model without one.
+  virtual PrefixCacheUse prefix_cache_use() const { return {}; }
 
   // Verifies every job's window as its sequence's Verify would and sets each job's status; the
   // sequences are this model's and distinct. A model may run all windows in one forward; this

@@ -25,6 +25,11 @@ void AddTargetFlags(CLI::App& app, TargetFlags& f, bool with_grpc_drafter) {
   app.add_option("--parallel", o.parallel, "Live streams per round");
   app.add_option("--context", o.context, "Positions per stream (prompt + completion)");
   app.add_option("--threads", o.threads, "CPU threads (0: all)");
+  app.add_option("--prefix-cache-mb", o.prefix_cache_mb,
+                 "Prompt-prefix cache on the model's device, MiB (0: none); the in-process "
+                 "drafter keeps one of the same size");
+  app.add_option("--prefix-block-tokens", o.prefix_block_tokens,
+                 "Prefix cache granularity in tokens (a multiple of 64)");
   app.add_option("--draft-timeout-ms", f.draft_timeout_ms, "Per-round wait for proposals");
   app.add_option("--draft-window", o.draft_window,
                  "Proposals a round verifies: all, adaptive (per stream, from its recent "
