@@ -183,12 +183,15 @@ ServingMetrics::ServingMetrics(std::shared_ptr<prometheus::Registry> registry,
                           .Labels({{"model_name", std::string(model_name)}})
                           .Register(*registry_)) {}
 
-void ServingMetrics::RecordRound(std::string_view head_variant, int drafted, int accepted) {
+void ServingMetrics::RecordRound(std::string_view head_variant, std::string_view source,
+                                 int drafted, int accepted) {
   const Labels variant = {{"head_variant", std::string(head_variant)}};
   if (drafted > 0) {
-    num_drafts_.Add(variant).Increment();
-    num_draft_tokens_.Add(variant).Increment(drafted);
-    num_accepted_tokens_.Add(variant).Increment(accepted);
+    const Labels by_source = {{"head_variant", std::string(head_variant)},
+                              {"source", std::string(source)}};
+    num_drafts_.Add(by_source).Increment();
+    num_draft_tokens_.Add(by_source).Increment(drafted);
+    num_accepted_tokens_.Add(by_source).Increment(accepted);
     for (int pos = 0; pos < accepted; ++pos) {
       accepted_per_pos_
           .Add({{"head_variant", std::string(head_variant)}, {"position", std::to_string(pos)}})

@@ -31,9 +31,10 @@ class ServingMetrics {
 
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
-  // One verify round of one stream: `drafted` drafts went in, the first `accepted` matched, and
-  // accepted + 1 tokens came out (the bonus included).
-  void RecordRound(std::string_view head_variant, int drafted, int accepted);
+  // One verify round of one stream: `drafted` drafts from `source` ("drafter" or "context_copy")
+  // went in, the first `accepted` matched, and accepted + 1 tokens came out (the bonus included).
+  void RecordRound(std::string_view head_variant, std::string_view source, int drafted,
+                   int accepted);
   // A round that ran without drafts because the drafter failed or missed its deadline.
   void RecordDraftFallback(std::string_view head_variant);
   void RecordPhase(RoundPhase phase, double seconds);

@@ -3,7 +3,8 @@
 // lane engine, with a drafter that knows the plain output (so windows of several rows get partly
 // accepted beside undrafted streams), concurrent == solo for 1, 2 and 4 streams, greedy and
 // sampled; the device-sampling path (with the host LogitsSampler) draws the engine's tokens; and
-// tap rows fused on the backend are the drafter's own FuseTaps.
+// tap rows fused on the backend are the drafter's own FuseTaps; context-copy drafts and prefix
+// reuse through the engine change no token.
 #include "services/target/server/target_verifier.h"
 
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "services/drafter/drafter_model.h"
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/lane_engine.h"
+#include "services/target/prefix_cache.h"
 #include "services/target/server/keyed_token_sampler.h"
 #include "tests/golden/drafter/random_drafter.h"
 #include "tests/unit/target_verifier_testing.h"
@@ -333,6 +335,65 @@ TEST_P(TargetVerifierTest, FusedTapsAreTheDraftersOwnFuseTaps) {
   std::vector<float> want_kept(3 * width);
   ASSERT_TRUE((*drafter)->FuseTaps(raw_kept.data(), 3, want_kept.data()).ok());
   EXPECT_TRUE(SameBits(fused_kept, want_kept));
+}
+
+// Context-copy drafts and prefix reuse through the engine change no token: prompts that repeat a
+// run of ids (so the context repeats n-grams and copies are proposed), greedy and sampled, run
+// plain (draft: false, no cache), with copies alone, with copies beside a drafter, and again on a
+// verifier whose prefix cache resumes them; every completion is the plain one.
+TEST_P(TargetVerifierTest, ContextCopyAndPrefixReuseChangeNoToken) {
+  std::mt19937 rng(71);
+  std::vector<engine::EngineRequest> requests;
+  for (int which = 0; which < 4; ++which) {
+    engine::EngineRequest r;
+    r.request_id = absl::StrCat("copy-", which);
+    const std::vector<uint32_t> run = Tokens(rng, 24 + 8 * which);
+    for (int i = 0; i < 3; ++i) r.prompt_ids.insert(r.prompt_ids.end(), run.begin(), run.end());
+    r.sampling.temperature = which % 2 == 0 ? 0.0f : 0.8f;
+    r.sampling.seed = 500 + which;
+    r.max_tokens = 60;
+    r.ignore_eos = true;
+    requests.push_back(r);
+  }
+  Completions plain;
+  for (engine::EngineRequest r : requests) {
+    r.draft = false;
+    const engine::StreamSummary s = Run(1, nullptr, {r})[0];
+    EXPECT_EQ(s.drafted, 0);
+    plain[r.prompt_ids] = s.completion_ids;
+  }
+  auto check = [&](const std::vector<engine::StreamSummary>& got, const std::string& how) {
+    int64_t copied = 0;
+    ASSERT_EQ(got.size(), requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      EXPECT_EQ(got[i].completion_ids, plain[requests[i].prompt_ids]) << how << ", request " << i;
+      EXPECT_LE(got[i].context_copy_accepted, got[i].context_copy_drafted);
+      EXPECT_LE(got[i].context_copy_drafted, got[i].drafted);
+      copied += got[i].context_copy_drafted;
+    }
+    EXPECT_GT(copied, 0) << how << ": no copy was verified";
+  };
+  check(Run(2, nullptr, requests), "copies alone");
+  OracleDrafter oracle(4, info_, taps_, &plain);
+  engine::InProcessDraftChannel channel(&oracle);
+  check(Run(4, &channel, requests), "copies beside a drafter");
+
+  auto cache = target::PrefixCache::Create(*model_, target::PrefixCacheOptions{64, 1 << 24});
+  ASSERT_TRUE(cache.ok());
+  TargetVerifierOptions options;
+  options.prefill_chunk_rows = 7;
+  options.prefix_cache = cache->get();
+  TargetVerifier cached(model_.get(), info_, options);
+  for (int pass = 0; pass < 2; ++pass) {
+    const auto got = testing::RunAll(cached, sampler_.get(), 2, nullptr, requests);
+    check(got, absl::StrCat("prefix cache, pass ", pass));
+    for (size_t i = 0; i < got.size(); ++i) {
+      const int64_t n = static_cast<int64_t>(requests[i].prompt_ids.size());
+      EXPECT_EQ(got[i].cached_prompt_tokens, pass == 0 ? 0 : (n - 1) / 64 * 64) << i;
+    }
+  }
+  EXPECT_EQ(cached.prefix_cache_use().blocks, (*cache)->stats().blocks);
+  EXPECT_GT(cached.prefix_cache_use().bytes, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, TargetVerifierTest,

@@ -15,10 +15,10 @@
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/tap_fuser.h"
 #include "services/structured/grammar_constraint.h"
+#include "services/target/prefix_cache.h"
 #include "services/target/server/keyed_token_sampler.h"
 #include "services/target/server/target_verifier.h"
 #include "services/target/server/tokenizer_codec.h"
-#include "services/target/prefix_cache.h"
 #include "services/target/target_model.h"
 #include "spdlog/spdlog.h"
 
@@ -128,10 +128,10 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
     }
     // The drafter holds the stream's committed rows plus one block of scratch.
     constexpr int64_t kBlockRoom = 16;
-    ABSL_ASSIGN_OR_RETURN(p.draft_model,
-                          open_drafter(o.drafter_model_dir, o.model_dir, o.head_variant,
-                                       o.context + kBlockRoom, threads, drafter_device,
-                                       prefix_cache_bytes, o.prefix_block_tokens));
+    ABSL_ASSIGN_OR_RETURN(
+        p.draft_model,
+        open_drafter(o.drafter_model_dir, o.model_dir, o.head_variant, o.context + kBlockRoom,
+                     threads, drafter_device, prefix_cache_bytes, o.prefix_block_tokens));
     const engine::DrafterInfo& d = p.draft_model->info();
     if (d.vocab_size != info.vocab_size || d.tokenizer_sha256 != p.codec->sha256() ||
         d.target_fingerprint != fingerprint) {
@@ -179,6 +179,8 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   eopt.draft_timeout = o.draft_timeout;
   eopt.draft_window = draft_window;
   eopt.name = o.name;
+  eopt.context_copy_ngram = o.context_copy_ngram;
+  eopt.context_copy_max_tokens = o.context_copy_max_tokens;
   ABSL_ASSIGN_OR_RETURN(
       stack->engine_,
       engine::LaneEngine::Start(eopt, p.verifier.get(), p.sampler.get(), channel, metrics));

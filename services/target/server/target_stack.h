@@ -32,6 +32,8 @@ struct TargetStackOptions {
   // (0 MiB: none); the in-process drafter keeps its context the same way, in as many MiB.
   int64_t prefix_cache_mb = 1024;
   int64_t prefix_block_tokens = 256;
+  int context_copy_ngram = 8;        // --context-copy-ngram (0: no context-copy drafts)
+  int context_copy_max_tokens = 15;  // --context-copy-max-tokens
   // --device: "cpu", or "cuda:N" (the CUDA backend on visible device N; the router's placement
   // makes a worker's one GPU cuda:0). On a GPU the logits stay there and every row is sampled
   // there; the tap rows leave it only as the drafter needs them.
