@@ -365,6 +365,7 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
   absl::Status constrained = ConstrainWindow(s);  // no drafts yet: the first token's mask
   if (!constrained.ok()) return Fail(s, constrained);
   control.allowed = s.allowed.empty() ? nullptr : &s.allowed[0];
+  if (s.drafting) control.drafter_epoch = s.draft_epoch;
   bool stopped = false;  // by the check below, not by the model
   control.keep_going = [this, &s, &stopped]() {
     absl::Status go = StopCheck(s, "during its prefill");
@@ -558,6 +559,8 @@ void LaneEngine::RunRound() {
       continue;
     }
     if (drafts.ok()) {
+      // The drafter took the prompt: later streams of its epoch may resume the cached prefix.
+      if (s.round == 0) model_->GaveDrafterPrefix(s.request.prompt_ids, s.draft_epoch);
       s.drafts = *std::move(drafts);
       const int block = channel_->peer().block_size;
       if (!UsableProposal(s.drafts, vocab, block)) {  // a bad drafter never reaches the verifier
@@ -574,6 +577,11 @@ void LaneEngine::RunRound() {
     } else {
       s.summary.draft_degraded = true;
       if (metrics_ != nullptr) metrics_->RecordDraftFallback(channel_->peer().head_variant);
+      if (s.round == 0 && s.summary.cached_prompt_tokens > 0 &&
+          absl::IsFailedPrecondition(drafts.status())) {
+        // The drafter lost the prefix this stream resumed: the next stream gives it again.
+        model_->ForgetDrafterPrefix(s.request.prompt_ids);
+      }
       if (!absl::IsDeadlineExceeded(drafts.status())) {
         spdlog::warn("[{}] drafter lost, decoding without drafts: {}", s.request.request_id,
                      drafts.status().ToString());

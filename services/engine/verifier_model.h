@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,9 @@ struct PrefillControl {
   // Structured output: the ids the first token may be (the device draw masks the others). Null:
   // any id.
   const TokenMask* allowed = nullptr;
+  // Set when the stream drafts, to the drafter link's epoch: a model with a prefix cache resumes
+  // only what that drafter holds too (GaveDrafterPrefix); it gets taps for the rest.
+  std::optional<uint64_t> drafter_epoch;
 };
 
 // One stream's model state. Not thread-safe: one call at a time.
@@ -125,6 +129,14 @@ class VerifierModel {
   virtual absl::StatusOr<std::unique_ptr<VerifierSequence>> NewSequence() const = 0;
   // The prompt-prefix cache's current size; zeros for a model without one.
   virtual PrefixCacheUse prefix_cache_use() const { return {}; }
+  // The drafter of link `drafter_epoch` answered a stream of `prompt`, so it holds the prompt's
+  // rows: a model with a prefix cache lets that drafter's streams resume its cached blocks.
+  virtual void GaveDrafterPrefix(absl::Span<const uint32_t> /*prompt*/,
+                                 uint64_t /*drafter_epoch*/) const {}
+  // The drafter could not resume the cached prefix a drafting stream of `prompt` resumed (it lost
+  // those rows): a model with a prefix cache stops resuming them for drafting streams until one
+  // prefills them again and the drafter answers it. Nothing for a model without one.
+  virtual void ForgetDrafterPrefix(absl::Span<const uint32_t> /*prompt*/) const {}
 
   // Verifies every job's window as its sequence's Verify would and sets each job's status; the
   // sequences are this model's and distinct. A model may run all windows in one forward; this

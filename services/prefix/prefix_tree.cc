@@ -43,18 +43,35 @@ PrefixTree::Node* PrefixTree::Find(absl::Span<const uint32_t> tokens, int64_t in
   return node;
 }
 
-std::vector<const CachedBlock*> PrefixTree::Match(absl::Span<const uint32_t> tokens,
-                                                  int64_t max_blocks) {
-  std::vector<const CachedBlock*> blocks;
+std::vector<PrefixTree::Node*> PrefixTree::Chain(absl::Span<const uint32_t> tokens,
+                                                 int64_t max_blocks) const {
+  std::vector<Node*> chain;
   const int64_t whole = static_cast<int64_t>(tokens.size()) / options_.block_tokens;
   Node* node = root_.get();
   for (int64_t i = 0; i < std::min(whole, max_blocks); ++i) {
     auto it = node->children.find(Key(tokens, i));
     if (it == node->children.end()) break;
     node = it->second.get();
-    blocks.push_back(node->block.get());
+    chain.push_back(node);
   }
-  if (node != root_.get()) Touch(node);
+  return chain;
+}
+
+std::vector<const CachedBlock*> PrefixTree::Match(absl::Span<const uint32_t> tokens,
+                                                  int64_t max_blocks) {
+  const std::vector<Node*> chain = Chain(tokens, max_blocks);
+  std::vector<const CachedBlock*> blocks;
+  blocks.reserve(chain.size());
+  for (Node* node : chain) blocks.push_back(node->block.get());
+  if (!chain.empty()) Touch(chain.back());
+  return blocks;
+}
+
+std::vector<CachedBlock*> PrefixTree::Peek(absl::Span<const uint32_t> tokens, int64_t max_blocks) {
+  const std::vector<Node*> chain = Chain(tokens, max_blocks);
+  std::vector<CachedBlock*> blocks;
+  blocks.reserve(chain.size());
+  for (Node* node : chain) blocks.push_back(node->block.get());
   return blocks;
 }
 

@@ -66,6 +66,8 @@ class PrefixTree {
   }
   // True when block `index` of `tokens` (and so every block before it) is cached. Marks nothing.
   bool Contains(absl::Span<const uint32_t> tokens, int64_t index) const;
+  // The blocks Match would return, marked nothing: for the owner's bookkeeping on its blocks.
+  std::vector<CachedBlock*> Peek(absl::Span<const uint32_t> tokens, int64_t max_blocks);
 
   // Caches `block` as block `index` of `tokens`, marked used now, then evicts least recently used
   // blocks until the bound holds (the new block itself when it alone exceeds the bound).
@@ -85,6 +87,9 @@ class PrefixTree {
   std::string Key(absl::Span<const uint32_t> tokens, int64_t index) const;
   // The node of block `index`, or null; REQUIRES: tokens hold that block.
   Node* Find(absl::Span<const uint32_t> tokens, int64_t index) const;
+  // The nodes of blocks 0, 1, ... of `tokens`, as many as are cached in a row, at most
+  // `max_blocks`; marks nothing.
+  std::vector<Node*> Chain(absl::Span<const uint32_t> tokens, int64_t max_blocks) const;
   // Moves `node` and its ancestors to the front of the LRU list, ancestors first, so a parent is
   // always more recent than its children and the list's back is a leaf.
   void Touch(Node* node);

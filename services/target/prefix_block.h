@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -16,7 +17,8 @@
 
 namespace twinspan::target {
 
-// Immutable after construction.
+// Immutable after construction but for the drafter mark, the prefix cache's bookkeeping (under
+// its owner's lock, like every use of the cache).
 class PrefixBlock : public prefix::CachedBlock {
  public:
   // One decoder layer's part: `kv` ([rows] positions) for attention layers; `conv` and `ssm`
@@ -39,6 +41,10 @@ class PrefixBlock : public prefix::CachedBlock {
   const Layer& layer(int64_t i) const { return layers_[i]; }
   bool OwnedBy(const absl::Mutex* mu) const { return owner_mu_ == mu; }
   size_t bytes() const override { return bytes_; }
+  // The drafter link epoch whose drafter confirmed it was given these rows (it holds them in its
+  // own prefix cache); none until one did, or once it lost them.
+  std::optional<uint64_t> drafter_epoch() const { return drafter_epoch_; }
+  void set_drafter_epoch(std::optional<uint64_t> epoch) { drafter_epoch_ = epoch; }
 
  private:
   int64_t first_;
@@ -46,6 +52,7 @@ class PrefixBlock : public prefix::CachedBlock {
   std::vector<Layer> layers_;
   size_t bytes_ = 0;
   absl::Mutex* owner_mu_;
+  std::optional<uint64_t> drafter_epoch_;
 };
 
 }  // namespace twinspan::target

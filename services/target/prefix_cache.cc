@@ -38,14 +38,17 @@ absl::StatusOr<std::unique_ptr<PrefixCache>> PrefixCache::Create(
   return std::unique_ptr<PrefixCache>(new PrefixCache(model, options));
 }
 
-absl::StatusOr<int64_t> PrefixCache::Resume(SequenceState& state,
-                                            absl::Span<const int32_t> tokens) {
+absl::StatusOr<int64_t> PrefixCache::Resume(SequenceState& state, absl::Span<const int32_t> tokens,
+                                            std::optional<uint64_t> drafter_epoch) {
   lookups_ += 1;
   const int64_t n = static_cast<int64_t>(tokens.size());
   // At least the last token runs: its logits give the first draw.
   const int64_t max_blocks = n > 0 ? (n - 1) / tree_.block_tokens() : 0;
-  const std::vector<const PrefixBlock*> blocks =
-      tree_.MatchAs<PrefixBlock>(Key(tokens), max_blocks);
+  std::vector<const PrefixBlock*> blocks = tree_.MatchAs<PrefixBlock>(Key(tokens), max_blocks);
+  if (drafter_epoch.has_value()) {  // A drafting stream resumes only what its drafter holds.
+    auto given = [&](const PrefixBlock* block) { return block->drafter_epoch() == drafter_epoch; };
+    blocks.erase(std::find_if_not(blocks.begin(), blocks.end(), given), blocks.end());
+  }
   if (blocks.empty()) return 0;
   ABSL_RETURN_IF_ERROR(model_.LoadBlocks(state, blocks));
   hits_ += 1;
@@ -56,15 +59,32 @@ absl::StatusOr<int64_t> PrefixCache::Resume(SequenceState& state,
 absl::Status PrefixCache::Store(const SequenceState& state, absl::Span<const int32_t> tokens) {
   const int64_t b = tree_.block_tokens();
   const int64_t whole = std::min<int64_t>(state.length(), tokens.size()) / b;
-  for (int64_t i = 0; i < whole; ++i) {
-    if (tree_.Contains(Key(tokens), i)) continue;
-    // A missing parent (evicted, or a recurrent state no longer at hand) ends the chain here.
-    if (i > 0 && !tree_.Contains(Key(tokens), i - 1)) return absl::OkStatus();
-    if (recurrent_ && (i + 1) * b != state.length()) continue;  // Its state is gone.
+  // One walk finds the cached chain; asking block by block would walk it again for each.
+  for (auto i = static_cast<int64_t>(tree_.Peek(Key(tokens), whole).size()); i < whole; ++i) {
+    // A recurrent state is at hand only where the forward ended: the chain ends before it.
+    if (recurrent_ && (i + 1) * b != state.length()) return absl::OkStatus();
     ABSL_ASSIGN_OR_RETURN(std::unique_ptr<PrefixBlock> block, model_.SaveBlock(state, i * b, b));
     ABSL_RETURN_IF_ERROR(tree_.Insert(Key(tokens), i, std::move(block)));
+    // Evicted at once (it alone exceeds the bound): the chain ends here.
+    if (!tree_.Contains(Key(tokens), i)) return absl::OkStatus();
   }
   return absl::OkStatus();
+}
+
+void PrefixCache::Mark(absl::Span<const int32_t> tokens, uint64_t drafter_epoch) {
+  SetDrafterEpoch(tokens, drafter_epoch);
+}
+
+void PrefixCache::Unmark(absl::Span<const int32_t> tokens) {
+  SetDrafterEpoch(tokens, std::nullopt);
+}
+
+void PrefixCache::SetDrafterEpoch(absl::Span<const int32_t> tokens,
+                                  std::optional<uint64_t> drafter_epoch) {
+  const int64_t whole = static_cast<int64_t>(tokens.size()) / tree_.block_tokens();
+  for (prefix::CachedBlock* block : tree_.Peek(Key(tokens), whole)) {
+    static_cast<PrefixBlock*>(block)->set_drafter_epoch(drafter_epoch);
+  }
 }
 
 PrefixCacheStats PrefixCache::stats() const {

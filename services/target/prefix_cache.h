@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -49,9 +50,12 @@ class PrefixCache {
   int64_t block_tokens() const { return tree_.block_tokens(); }
 
   // Restores into the empty `state` the longest cached prefix of `tokens` (whole blocks) that
-  // leaves at least one token to run, and returns its length (0 when none is cached). Errors of
-  // TargetModel::LoadBlocks (the state then stays empty).
-  absl::StatusOr<int64_t> Resume(SequenceState& state, absl::Span<const int32_t> tokens);
+  // leaves at least one token to run, and returns its length (0 when none is cached). With
+  // `drafter_epoch` (the stream drafts), only blocks marked for that drafter count (Mark): its own
+  // cache holds those rows, and it gets taps for the rest. Errors of TargetModel::LoadBlocks (the
+  // state then stays empty).
+  absl::StatusOr<int64_t> Resume(SequenceState& state, absl::Span<const int32_t> tokens,
+                                 std::optional<uint64_t> drafter_epoch = std::nullopt);
 
   // Caches the whole blocks of tokens[0, state.length()) that are not cached yet. A model with
   // recurrent layers has only the state after its last row, so only a block ending at length()
@@ -60,10 +64,19 @@ class PrefixCache {
   // meanwhile is no error (the blocks after it are not stored).
   absl::Status Store(const SequenceState& state, absl::Span<const int32_t> tokens);
 
+  // Marks every cached block of `tokens` as held by the drafter of link `drafter_epoch`: it
+  // answered a stream of `tokens`, so its own cache took the prompt. Marks nothing used.
+  void Mark(absl::Span<const int32_t> tokens, uint64_t drafter_epoch);
+  // Clears that mark on every cached block of `tokens`: the drafter no longer holds them, so the
+  // next drafting stream prefills them again and gives them to it. Marks nothing used.
+  void Unmark(absl::Span<const int32_t> tokens);
+
   PrefixCacheStats stats() const;
 
  private:
   PrefixCache(const TargetModel& model, const PrefixCacheOptions& options);
+  // Mark (an epoch) or Unmark (none).
+  void SetDrafterEpoch(absl::Span<const int32_t> tokens, std::optional<uint64_t> drafter_epoch);
 
   const TargetModel& model_;
   prefix::PrefixTree tree_;

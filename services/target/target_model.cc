@@ -43,7 +43,7 @@ absl::StatusOr<ForwardResult> Prefill(const TargetModel& model, SequenceState& s
   const int64_t start = state.length();
   int64_t resumed = 0;
   if (cache != nullptr) {
-    ABSL_ASSIGN_OR_RETURN(resumed, cache->Resume(state, tokens));
+    ABSL_ASSIGN_OR_RETURN(resumed, cache->Resume(state, tokens, options.prefix_drafter_epoch));
   }
   ForwardResult total;
   total.first_position = start + resumed;

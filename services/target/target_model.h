@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,9 @@ struct PrefillOptions {
   // state must be empty) and caches the blocks it runs; its forwards also end at every block
   // boundary. Not owned. Null: every row runs.
   PrefixCache* prefix_cache = nullptr;
+  // The stream drafts with the drafter of this link epoch: it resumes only blocks marked as held
+  // by that drafter (PrefixCache::Resume).
+  std::optional<uint64_t> prefix_drafter_epoch;
 };
 
 // Prefills `tokens` in forwards of at most options.chunk_rows rows, committing each; a forward

@@ -78,6 +78,27 @@ TEST_F(PrefixTreeTest, RefusesABlockWithoutItsParentOrTwice) {
   EXPECT_FALSE(tree.Contains(a, 5));
 }
 
+TEST_F(PrefixTreeTest, PeeksAtTheMatchWithoutMarkingItUsed) {
+  PrefixTree tree({4, 30});  // three blocks of 10 bytes
+  const std::vector<uint32_t> a = Tokens(10, 0), b = Tokens(4, 100);
+  InsertAll(tree, a);
+  ASSERT_TRUE(tree.Insert(b, 0, Block()).ok());
+  const std::vector<CachedBlock*> peeked = tree.Peek(a, 10);
+  ASSERT_EQ(peeked.size(), 2u);
+  const std::vector<const CachedBlock*> matched = tree.Match(a, 10);
+  EXPECT_EQ(std::vector<const CachedBlock*>(peeked.begin(), peeked.end()), matched);
+  EXPECT_EQ(tree.Peek(a, 1).size(), 1u);
+  std::vector<uint32_t> a2 = a;
+  a2[6] = 99;  // differs in block 1
+  EXPECT_EQ(tree.Peek(a2, 10).size(), 1u);
+  EXPECT_TRUE(tree.Peek(Tokens(3, 0), 10).empty());  // shorter than a block
+  // b is now the least recent; peeking at it leaves it so: the next block pushes it out.
+  EXPECT_EQ(tree.Peek(b, 10).size(), 1u);
+  ASSERT_TRUE(tree.Insert(Tokens(4, 200), 0, Block()).ok());
+  EXPECT_TRUE(tree.Peek(b, 10).empty());
+  EXPECT_EQ(tree.Peek(a, 10).size(), 2u);
+}
+
 TEST_F(PrefixTreeTest, EvictsLeastRecentlyUsedLeavesFirst) {
   PrefixTree tree({4, 50});  // five blocks of 10 bytes
   const std::vector<uint32_t> a = Tokens(12, 0), b = Tokens(8, 100);

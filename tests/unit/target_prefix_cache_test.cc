@@ -1,10 +1,13 @@
 // The target's prefix cache on the CPU backend, both families: a prefill resumed after a cached
 // prefix equals a fresh one bit for bit (logits, taps, and the verifies after it), eviction under
-// the byte bound keeps whole chains, and SaveBlock / LoadBlocks refuse what they cannot do.
+// the byte bound keeps whole chains, a drafting stream resumes only blocks its drafter holds, and
+// SaveBlock / LoadBlocks refuse what they cannot do.
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "tests/unit/target_prefix_properties.h"
@@ -70,6 +73,44 @@ TEST_F(PrefixCacheTest, TheByteBoundEvictsLeastRecentlyUsedLeavesAndKeepsChains)
   const std::vector<int32_t> b = RandomTokens(rng, 70, model->config().vocab_size);
   EXPECT_EQ(testing::ExpectResumedEqualsFresh(*model, **cache, b, 64, rng), 0);
   EXPECT_EQ(testing::ExpectResumedEqualsFresh(*model, **cache, a, 64, rng), 64);
+}
+
+// A drafting stream resumes only blocks marked as held by its drafter: a prefill marks nothing
+// itself (the drafter has not answered yet), blocks of a restarted drafter's epoch or unmarked
+// ones are prefilled again, and a mark covers the whole blocks of the prompt it names.
+TEST_F(PrefixCacheTest, ADraftingStreamResumesOnlyWhatItsDrafterHolds) {
+  auto model = Qwen3();
+  ASSERT_NE(model, nullptr);
+  std::mt19937 rng(12);
+  auto cache = PrefixCache::Create(*model, PrefixCacheOptions{64, size_t{1} << 30});
+  ASSERT_TRUE(cache.ok());
+  const std::vector<int32_t> prompt = RandomTokens(rng, 200, model->config().vocab_size);
+  auto prefill = [&](std::optional<uint64_t> epoch) -> int64_t {
+    auto state = model->NewSequence();
+    EXPECT_TRUE(state.ok());
+    PrefillOptions options;
+    options.prefix_cache = cache->get();
+    options.prefix_drafter_epoch = epoch;
+    absl::StatusOr<ForwardResult> result = Prefill(*model, **state, prompt, options);
+    EXPECT_TRUE(result.ok()) << result.status();
+    return result.ok() ? result->first_position : -1;
+  };
+  EXPECT_EQ(prefill(std::nullopt), 0);  // caches 3 blocks, held by no drafter
+  EXPECT_EQ(prefill(7), 0);             // the drafter of epoch 7 holds none of them
+  EXPECT_EQ(prefill(7), 0);             // nor after its own prefill: it has not answered
+  (*cache)->Mark(prompt, 7);            // it answered that stream
+  EXPECT_EQ(prefill(7), 192);
+  EXPECT_EQ(prefill(8), 0);  // a drafter that restarted holds none
+  EXPECT_EQ(prefill(std::nullopt), 192);
+  (*cache)->Mark(absl::MakeConstSpan(prompt).subspan(0, 130), 8);  // two whole blocks
+  EXPECT_EQ(prefill(8), 128);
+  EXPECT_EQ(prefill(7), 0);  // block 0 is epoch 8's now
+  (*cache)->Mark(prompt, 8);
+  EXPECT_EQ(prefill(8), 192);
+  (*cache)->Unmark(prompt);  // the drafter lost them
+  EXPECT_EQ(prefill(8), 0);
+  EXPECT_EQ(prefill(std::nullopt), 192);
+  EXPECT_EQ((*cache)->stats().blocks, 3);  // marks and resumes cached nothing twice
 }
 
 TEST_F(PrefixCacheTest, SaveAndLoadRefuseWhatTheyCannotDo) {

@@ -4,10 +4,12 @@
 // accepted beside undrafted streams), concurrent == solo for 1, 2 and 4 streams, greedy and
 // sampled; the device-sampling path (with the host LogitsSampler) draws the engine's tokens; and
 // tap rows fused on the backend are the drafter's own FuseTaps; context-copy drafts and prefix
-// reuse through the engine change no token.
+// reuse through the engine change no token, and a drafting stream resumes only the cached blocks
+// its drafter holds.
 #include "services/target/server/target_verifier.h"
 
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -394,6 +396,55 @@ TEST_P(TargetVerifierTest, ContextCopyAndPrefixReuseChangeNoToken) {
   }
   EXPECT_EQ(cached.prefix_cache_use().blocks, (*cache)->stats().blocks);
   EXPECT_GT(cached.prefix_cache_use().bytes, 0u);
+}
+
+// A drafting stream resumes only the cached blocks its drafter holds: those of prompts it
+// answered, on its link epoch. The first drafting stream after an undrafted run of the prompt, or
+// after a drafter restart, prefills it again; one whose drafter lost the rows (this oracle keeps
+// none) decodes undrafted and makes the next one prefill them again. Tokens never change.
+TEST_P(TargetVerifierTest, ADrafterThatLacksAResumedPrefixIsGivenItByTheNextStream) {
+  std::mt19937 rng(73);
+  engine::EngineRequest r;
+  r.request_id = "given";
+  r.prompt_ids = Tokens(rng, 150);
+  r.max_tokens = 24;
+  r.ignore_eos = true;
+  r.context_copy = false;  // only the drafter's drafts
+  engine::EngineRequest off = r;
+  off.draft = false;
+  Completions plain;
+  plain[r.prompt_ids] = Run(1, nullptr, {off})[0].completion_ids;
+  OracleDrafter oracle(4, info_, taps_, &plain);
+  engine::InProcessDraftChannel channel(&oracle);
+  auto cache = target::PrefixCache::Create(*model_, target::PrefixCacheOptions{64, 1 << 24});
+  ASSERT_TRUE(cache.ok());
+  TargetVerifierOptions options;
+  options.prefix_cache = cache->get();
+  TargetVerifier cached(model_.get(), info_, options);
+  struct Step {
+    bool restart_drafter;
+    bool draft;
+    int cached_prompt_tokens;
+    bool degraded;
+  };
+  const Step steps[] = {
+      {false, false, 0, false},    // caches two blocks, held by no drafter
+      {false, true, 0, false},     // prefills them again; the drafter answers, so holds them
+      {false, true, 128, true},    // resumes them; the drafter lacks them after all
+      {false, true, 0, false},     // forgotten for the drafter: prefilled and given again
+      {false, false, 128, false},  // an undrafted stream resumes whatever is cached
+      {true, true, 0, false},      // the restarted drafter holds nothing
+      {false, true, 128, true},    // it answered the last one: resumed, and this oracle refuses
+  };
+  for (size_t i = 0; i < std::size(steps); ++i) {
+    if (steps[i].restart_drafter) channel.Restart();
+    const engine::StreamSummary s =
+        testing::RunAll(cached, sampler_.get(), 1, &channel, {steps[i].draft ? r : off})[0];
+    EXPECT_EQ(s.completion_ids, plain[r.prompt_ids]) << "step " << i;
+    EXPECT_EQ(s.cached_prompt_tokens, steps[i].cached_prompt_tokens) << "step " << i;
+    EXPECT_EQ(s.draft_degraded, steps[i].degraded) << "step " << i;
+    EXPECT_EQ(s.drafted > 0, steps[i].draft && !steps[i].degraded) << "step " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, TargetVerifierTest,

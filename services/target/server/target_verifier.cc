@@ -125,6 +125,7 @@ absl::Status TargetVerifier::Sequence::Prefill(absl::Span<const uint32_t> prompt
   popt.tap_layer_ids = taps;
   popt.keep_going = control.keep_going;
   popt.prefix_cache = o.prefix_cache;
+  popt.prefix_drafter_epoch = control.drafter_epoch;
   std::unique_ptr<backend::Buffer> logits, staged, fused;
   if (sample) {
     ABSL_ASSIGN_OR_RETURN(logits, be.AllocateFloats(vocab));
@@ -202,6 +203,17 @@ engine::PrefixCacheUse TargetVerifier::prefix_cache_use() const {
   if (options_.prefix_cache == nullptr) return {};
   const target::PrefixCacheStats stats = options_.prefix_cache->stats();
   return engine::PrefixCacheUse{stats.bytes, stats.blocks};
+}
+
+void TargetVerifier::GaveDrafterPrefix(absl::Span<const uint32_t> prompt,
+                                       uint64_t drafter_epoch) const {
+  absl::MutexLock lock(&mu_);
+  if (options_.prefix_cache != nullptr) options_.prefix_cache->Mark(ToInt32(prompt), drafter_epoch);
+}
+
+void TargetVerifier::ForgetDrafterPrefix(absl::Span<const uint32_t> prompt) const {
+  absl::MutexLock lock(&mu_);
+  if (options_.prefix_cache != nullptr) options_.prefix_cache->Unmark(ToInt32(prompt));
 }
 
 absl::StatusOr<std::unique_ptr<engine::VerifierSequence>> TargetVerifier::NewSequence() const {

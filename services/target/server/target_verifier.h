@@ -45,6 +45,8 @@ class TargetVerifier : public engine::VerifierModel {
   const engine::VerifierInfo& info() const override { return info_; }
   absl::StatusOr<std::unique_ptr<engine::VerifierSequence>> NewSequence() const override;
   engine::PrefixCacheUse prefix_cache_use() const override;
+  void GaveDrafterPrefix(absl::Span<const uint32_t> prompt, uint64_t drafter_epoch) const override;
+  void ForgetDrafterPrefix(absl::Span<const uint32_t> prompt) const override;
   // Every job that passes TargetModel::CheckForward (and, when sampled, SamplingParams::Validate)
   // runs in one TargetModel::ForwardBatch and, with a sampler, one Sample over all their rows; a
   // job that fails its checks (or whose sequence this verifier did not make: InvalidArgument)
