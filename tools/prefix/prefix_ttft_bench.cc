@@ -13,9 +13,10 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "absl/synchronization/mutex.h"
+#include "absl/status/statusor.h"
 #include "services/target/server/target_stack.h"
 #include "spdlog/spdlog.h"
+#include "tests/testing/summary_sink.h"
 
 namespace {
 
@@ -28,30 +29,6 @@ struct Options {
   int64_t suffix_tokens = 64;
   int reps = 5;
   int max_tokens = 4;
-};
-
-// Takes every token; Wait() returns the summary once the stream finished.
-class Sink : public twinspan::engine::StreamSink {
- public:
-  twinspan::engine::SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t) override {
-    return {static_cast<int>(ids.size()), false};
-  }
-  void OnFinish(absl::StatusOr<StreamSummary> summary) override {
-    absl::MutexLock lock(&mu_);
-    result_ = std::move(summary);
-    done_ = true;
-  }
-  bool Cancelled() const override { return false; }
-  absl::StatusOr<StreamSummary> Wait() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return result_;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool done_ = false;
-  absl::StatusOr<StreamSummary> result_ = absl::UnknownError("unfinished");
 };
 
 std::vector<uint32_t> RandomIds(std::mt19937& rng, int64_t n, int vocab) {
@@ -68,7 +45,7 @@ absl::StatusOr<StreamSummary> Run(twinspan::engine::LaneEngine& engine, std::vec
   r.prompt_ids = std::move(ids);
   r.max_tokens = max_tokens;
   r.ignore_eos = true;
-  auto sink = std::make_shared<Sink>();
+  auto sink = std::make_shared<twinspan::testing::SummarySink>();
   if (absl::Status s = engine.Submit(std::move(r), sink); !s.ok()) return s;
   return sink->Wait();
 }
@@ -146,6 +123,8 @@ int Main(const Options& o) {
 
 }  // namespace
 
+// CLI11_PARSE catches CLI11's own exceptions; any other (bad_alloc) should end the program.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   CLI::App app{"twinspan_prefix_bench: TTFT of a prompt resumed from the prefix cache vs fresh"};
   Options o;
