@@ -17,7 +17,8 @@
 #       drafter and target on GPU 0 (and on GPUs 0 and 1 where there are two), then twinspan_gpu_bench_old (OLD_BENCH_ARGS, default the forward and head
 #       sections) if present and twinspan_gpu_bench (BENCH_ARGS; SKIP_BENCH=1 skips both), then
 #       the one-round benchmark on a synthetic 27B pair when ROUND=1 (ROUND_ARGS; the pair is made
-#       under PAIR_DIR, default /tmp/twinspan-27b, unless already there); writes logs under
+#       under PAIR_DIR, default /tmp/twinspan-27b, unless already there), and the prefix-reuse TTFT
+#       bench when PREFIX=1 (PREFIX_MODELS, PREFIX_ARGS); writes logs under
 #       $OUT (default ./gpu-out) and prints a short summary last.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,7 +36,8 @@ if [ "${1:-}" = bundle ]; then
   skip=${SKIP-^(target_exl3_cuda_test|exl3_linear_cuda_test)$}
   bins=$(find "$build/tests/cuda" "$build/tests/integration" "$build/tools" -maxdepth 2 -type f \
     -executable \( -name '*_cuda_test' -o -name 'twinspan_gpu_bench' \
-    -o -name 'twinspan_round_bench' -o -name 'twinspan-synth' -o -name placement_test \) \
+    -o -name 'twinspan_round_bench' -o -name 'twinspan-synth' -o -name placement_test \
+    -o -name 'twinspan_prefix_bench' \) \
     2>/dev/null | while read -r b; do
       n=$(basename "$b")
       if [[ $n =~ $only ]] && ! { [ -n "$skip" ] && [[ $n =~ $skip ]]; }; then echo "$b"; fi
@@ -52,6 +54,7 @@ if [ "${1:-}" = bundle ]; then
       exl3_linear_cuda_test) golden="$golden exl3_linear" ;;
       target_cuda_test) golden="$golden hf_qwen3_tiny hf_qwen3_5_tiny exl3_qwen3_5_tiny exl3_qwen3_5_tiny_ref" ;;
       target_exl3_cuda_test) golden="$golden exl3_qwen3_tiny exl3_qwen3_tiny_ref" ;;
+      prefix_cache_cuda_test) golden="$golden hf_qwen3_tiny exl3_qwen3_5_tiny" ;;
       drafter_cuda_test) golden="$golden hf_qwen3_tiny dflash_drafter_tiny dflash2_drafter_tiny" ;;
       drafted_plain_cuda_test) golden="$golden hf_qwen3_tiny hf_qwen3_5_tiny exl3_qwen3_5_tiny" ;;
     esac
@@ -165,6 +168,16 @@ if [ "${ROUND:-0}" = 1 ] && [ -x "$bundle/bin/twinspan_round_bench" ]; then
   # shellcheck disable=SC2086
   run_bench twinspan_round_bench round.txt --target "$pair/target" \
     --drafter "$pair/drafter-q4" --json "$out/round.json" ${ROUND_ARGS:-}
+fi
+
+# Prefix reuse: TTFT of a 4,096-token prompt resumed with a new 64-token suffix against fresh ones,
+# for each folder of PREFIX_MODELS (default: the demo target, from the checkout run in).
+if [ "${PREFIX:-0}" = 1 ] && [ -x "$bundle/bin/twinspan_prefix_bench" ]; then
+  for model in ${PREFIX_MODELS:-models/demo/target}; do
+    # shellcheck disable=SC2086
+    run_bench twinspan_prefix_bench "prefix-$(basename "$model").txt" --model "$model" \
+      --device cuda:0 ${PREFIX_ARGS:-}
+  done
 fi
 
 echo "==== summary"

@@ -124,6 +124,27 @@ ServingMetrics::ServingMetrics(std::shared_ptr<prometheus::Registry> registry,
                     .Help("Fraction of KV-cache slots in use (0-1).")
                     .Labels({{"model_name", std::string(model_name)}})
                     .Register(*registry_)),
+      prefix_queries_(BuildCounter()
+                          .Name("twinspan_prefix_cache_queries_total")
+                          .Help("Prompts looked up in the prompt-prefix cache, by cache.")
+                          .Labels({{"model_name", std::string(model_name)}})
+                          .Register(*registry_)),
+      prefix_hits_(BuildCounter()
+                       .Name("twinspan_prefix_cache_hits_total")
+                       .Help("Prompts that resumed after a cached prefix, by cache.")
+                       .Labels({{"model_name", std::string(model_name)}})
+                       .Register(*registry_)),
+      prefix_reused_tokens_(BuildCounter()
+                                .Name("twinspan_prefix_cache_reused_tokens_total")
+                                .Help("Prompt tokens resumed from the prefix cache instead of "
+                                      "computed again, by cache.")
+                                .Labels({{"model_name", std::string(model_name)}})
+                                .Register(*registry_)),
+      prefix_bytes_(BuildGauge()
+                        .Name("twinspan_prefix_cache_bytes")
+                        .Help("Bytes the prompt-prefix cache holds, by cache.")
+                        .Labels({{"model_name", std::string(model_name)}})
+                        .Register(*registry_)),
       routed_(BuildCounter()
                   .Name("twinspan_router_requests_total")
                   .Help("Requests the router sent, by head variant and worker (address).")
@@ -162,12 +183,15 @@ ServingMetrics::ServingMetrics(std::shared_ptr<prometheus::Registry> registry,
                           .Labels({{"model_name", std::string(model_name)}})
                           .Register(*registry_)) {}
 
-void ServingMetrics::RecordRound(std::string_view head_variant, int drafted, int accepted) {
+void ServingMetrics::RecordRound(std::string_view head_variant, std::string_view source,
+                                 int drafted, int accepted) {
   const Labels variant = {{"head_variant", std::string(head_variant)}};
   if (drafted > 0) {
-    num_drafts_.Add(variant).Increment();
-    num_draft_tokens_.Add(variant).Increment(drafted);
-    num_accepted_tokens_.Add(variant).Increment(accepted);
+    const Labels by_source = {{"head_variant", std::string(head_variant)},
+                              {"source", std::string(source)}};
+    num_drafts_.Add(by_source).Increment();
+    num_draft_tokens_.Add(by_source).Increment(drafted);
+    num_accepted_tokens_.Add(by_source).Increment(accepted);
     for (int pos = 0; pos < accepted; ++pos) {
       accepted_per_pos_
           .Add({{"head_variant", std::string(head_variant)}, {"position", std::to_string(pos)}})
@@ -175,6 +199,19 @@ void ServingMetrics::RecordRound(std::string_view head_variant, int drafted, int
     }
   }
   tokens_per_round_.Add(variant, TokensPerRoundBuckets()).Observe(accepted + 1);
+}
+
+void ServingMetrics::RecordPrefixLookup(std::string_view cache, int64_t reused_tokens) {
+  const Labels labels = {{"cache", std::string(cache)}};
+  prefix_queries_.Add(labels).Increment();
+  if (reused_tokens > 0) {
+    prefix_hits_.Add(labels).Increment();
+    prefix_reused_tokens_.Add(labels).Increment(static_cast<double>(reused_tokens));
+  }
+}
+
+void ServingMetrics::SetPrefixCacheBytes(std::string_view cache, size_t bytes) {
+  prefix_bytes_.Add({{"cache", std::string(cache)}}).Set(static_cast<double>(bytes));
 }
 
 void ServingMetrics::RecordDraftFallback(std::string_view head_variant) {

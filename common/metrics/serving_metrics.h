@@ -4,6 +4,8 @@
 #ifndef TWINSPAN_COMMON_METRICS_SERVING_METRICS_H_
 #define TWINSPAN_COMMON_METRICS_SERVING_METRICS_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,9 +31,10 @@ class ServingMetrics {
 
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
-  // One verify round of one stream: `drafted` drafts went in, the first `accepted` matched, and
-  // accepted + 1 tokens came out (the bonus included).
-  void RecordRound(std::string_view head_variant, int drafted, int accepted);
+  // One verify round of one stream: `drafted` drafts from `source` ("drafter" or "context_copy")
+  // went in, the first `accepted` matched, and accepted + 1 tokens came out (the bonus included).
+  void RecordRound(std::string_view head_variant, std::string_view source, int drafted,
+                   int accepted);
   // A round that ran without drafts because the drafter failed or missed its deadline.
   void RecordDraftFallback(std::string_view head_variant);
   void RecordPhase(RoundPhase phase, double seconds);
@@ -43,6 +46,10 @@ class ServingMetrics {
   void SetRequestsRunning(int n);
   void SetRequestsWaiting(int n);
   void SetKvCacheUsage(double fraction);
+  // Prompt-prefix caches, by `cache` ("target" or "drafter"): one prompt looked up, and the
+  // tokens it resumed instead of computing again (0: a miss); the bytes the cache holds.
+  void RecordPrefixLookup(std::string_view cache, int64_t reused_tokens);
+  void SetPrefixCacheBytes(std::string_view cache, size_t bytes);
 
   // Router: one routed request per variant and worker; a retry before anything was streamed, by
   // the variant and the worker whose attempt failed.
@@ -75,6 +82,10 @@ class ServingMetrics {
   prometheus::Family<prometheus::Gauge>& running_;
   prometheus::Family<prometheus::Gauge>& waiting_;
   prometheus::Family<prometheus::Gauge>& kv_usage_;
+  prometheus::Family<prometheus::Counter>& prefix_queries_;
+  prometheus::Family<prometheus::Counter>& prefix_hits_;
+  prometheus::Family<prometheus::Counter>& prefix_reused_tokens_;
+  prometheus::Family<prometheus::Gauge>& prefix_bytes_;
   prometheus::Family<prometheus::Counter>& routed_;
   prometheus::Family<prometheus::Counter>& retries_;
   prometheus::Family<prometheus::Gauge>& worker_healthy_;

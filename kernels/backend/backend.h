@@ -198,6 +198,10 @@ class Backend {
   virtual absl::Status Attention(const cpu::AttentionShape& shape, const float* q, int64_t q_stride,
                                  absl::Span<const int64_t> positions, const KvCacheHandle& kv,
                                  int64_t num_keys, float* out, int64_t out_stride) = 0;
+  // dst positions [dst_first, dst_first + rows) = src's from src_first, bit for bit: a cached
+  // prompt prefix into a new sequence, a sequence's rows into the cache (cpu/kv_copy.h).
+  virtual absl::Status KvCopy(const KvCacheHandle& src, int64_t src_first, KvCacheHandle& dst,
+                              int64_t dst_first, int64_t rows) = 0;
   // The conv over `rows` rows from the window state_in ([kernel - 1, channels]); the window after
   // the last row goes to state_out: state_in itself (in place) or a disjoint buffer, so a caller
   // can keep the start state without copying it. InvalidArgument when they overlap otherwise.

@@ -96,6 +96,10 @@ class ForwardingBackend : public Backend {
                          int64_t num_keys, float* out, int64_t out_stride) override {
     return inner_.Attention(shape, q, q_stride, positions, kv, num_keys, out, out_stride);
   }
+  absl::Status KvCopy(const KvCacheHandle& src, int64_t src_first, KvCacheHandle& dst,
+                      int64_t dst_first, int64_t rows) override {
+    return inner_.KvCopy(src, src_first, dst, dst_first, rows);
+  }
   absl::Status CausalConv1d(const float* x, int64_t rows, int64_t channels, const float* weight,
                             int64_t kernel, const float* state_in, float* state_out,
                             float* y) override {

@@ -23,6 +23,7 @@
 #include "kernels/cpu/gated_delta_net.h"
 #include "kernels/cpu/gated_rms_norm.h"
 #include "kernels/cpu/kv_cache.h"
+#include "kernels/cpu/kv_copy.h"
 #include "kernels/cpu/kv_write.h"
 #include "kernels/cpu/mul_sigmoid.h"
 #include "kernels/cpu/rms_norm.h"
@@ -356,6 +357,13 @@ class CpuBackend final : public backend::Backend {
     ABSL_RETURN_IF_ERROR(CheckRange("KvWrite", "k", k, Extent(rows, k_stride, width)));
     ABSL_RETURN_IF_ERROR(CheckRange("KvWrite", "v", v, Extent(rows, v_stride, width)));
     return cpu::KvWrite(ctx_, cache->cache(), positions.data(), rows, k, k_stride, v, v_stride);
+  }
+
+  absl::Status KvCopy(const backend::KvCacheHandle& src, int64_t src_first,
+                      backend::KvCacheHandle& dst, int64_t dst_first, int64_t rows) override {
+    ABSL_ASSIGN_OR_RETURN(const CpuKvCacheHandle* from, Own<CpuKvCacheHandle>("KvCopy", src));
+    ABSL_ASSIGN_OR_RETURN(CpuKvCacheHandle * to, OwnMutable<CpuKvCacheHandle>("KvCopy", dst));
+    return cpu::KvCopy(ctx_, from->cache(), src_first, to->cache(), dst_first, rows);
   }
 
   absl::Status Attention(const AttentionShape& shape, const float* q, int64_t q_stride,

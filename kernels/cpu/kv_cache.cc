@@ -114,4 +114,17 @@ void KvCache::ReadValues(int64_t first, int64_t count, int64_t head, float* out)
   }
 }
 
+void KvCache::CopyRows(const KvCache& src, int64_t src_first, int64_t dst_first, int64_t rows) {
+  const size_t n = static_cast<size_t>(rows * row_size());
+  const size_t from = static_cast<size_t>(src_first * row_size());
+  const size_t to = static_cast<size_t>(dst_first * row_size());
+  if (dtype_ == KvDtype::kF32) {
+    std::memcpy(k32_.get() + to, src.k32_.get() + from, n * sizeof(float));
+    std::memcpy(v32_.get() + to, src.v32_.get() + from, n * sizeof(float));
+    return;
+  }
+  std::memcpy(k16_.get() + to, src.k16_.get() + from, n * sizeof(uint16_t));
+  std::memcpy(v16_.get() + to, src.v16_.get() + from, n * sizeof(uint16_t));
+}
+
 }  // namespace twinspan::cpu

@@ -55,6 +55,11 @@ class KvCache {
     return dtype_ == KvDtype::kF32 ? static_cast<const void*>(v32_.get()) : v16_.get();
   }
 
+  // Copies `rows` positions of `src` from src_first to this cache from dst_first, bits as stored
+  // (cpu::KvCopy checks the arguments). REQUIRES: the same dtype and row size, both ranges inside
+  // their caches, and `src` not this cache.
+  void CopyRows(const KvCache& src, int64_t src_first, int64_t dst_first, int64_t rows);
+
  private:
   KvDtype dtype_ = KvDtype::kBF16;
   int64_t capacity_ = 0;

@@ -26,6 +26,7 @@
 #include "kernels/cuda/gated_delta_net_gates.cuh"
 #include "kernels/cuda/gated_rms_norm.cuh"
 #include "kernels/cuda/kv_cache.cuh"
+#include "kernels/cuda/kv_copy.cuh"
 #include "kernels/cuda/linear.cuh"
 #include "kernels/cuda/mul_sigmoid.cuh"
 #include "kernels/cuda/q4_linear.cuh"
@@ -278,6 +279,14 @@ class CudaBackend final : public backend::Backend {
     DeviceGuard guard(device_);
     return cache->cache().Write(Ctx(), positions.data(), static_cast<int64_t>(positions.size()), k,
                                 k_stride, v, v_stride);
+  }
+
+  absl::Status KvCopy(const backend::KvCacheHandle& src, int64_t src_first,
+                      backend::KvCacheHandle& dst, int64_t dst_first, int64_t rows) override {
+    ABSL_ASSIGN_OR_RETURN(const CudaKvCache* from, Ours<CudaKvCache>(src, "KvCopy"));
+    ABSL_ASSIGN_OR_RETURN(CudaKvCache * to, Ours<CudaKvCache>(dst, "KvCopy"));
+    DeviceGuard guard(device_);
+    return cuda::KvCopy(Ctx(), from->cache(), src_first, to->cache(), dst_first, rows);
   }
 
   absl::Status Attention(const cpu::AttentionShape& shape, const float* q, int64_t q_stride,

@@ -1,5 +1,6 @@
 // Host side of the KV cache: stream-ordered storage, validation and the row writes.
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
@@ -75,6 +76,25 @@ absl::Status KvCache::Write(const Context& ctx, const int64_t* positions, int64_
     p.v = v + r0 * v_stride;
     LaunchPdl(&kk::WriteKernel, static_cast<unsigned>(n), kk::kThreads, 0, ctx.stream, p);
     ABSL_RETURN_IF_ERROR(LaunchStatus("KvCache::Write launch"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status KvCache::CopyRows(const Context& ctx, const KvCache& src, int64_t src_first,
+                               int64_t dst_first, int64_t rows) {
+  const size_t element = view_.dtype == cpu::KvDtype::kF32 ? sizeof(float) : sizeof(uint16_t);
+  const size_t row_bytes = static_cast<size_t>(row_size()) * element;
+  const size_t bytes = static_cast<size_t>(rows) * row_bytes;
+  const size_t from = static_cast<size_t>(src_first) * row_bytes;
+  const size_t to = static_cast<size_t>(dst_first) * row_bytes;
+  for (auto [d, s] : {std::pair<void*, const void*>{k_, src.k_}, {v_, src.v_}}) {
+    const cudaError_t e =
+        cudaMemcpyAsync(static_cast<char*>(d) + to, static_cast<const char*>(s) + from, bytes,
+                        cudaMemcpyDeviceToDevice, ctx.stream);
+    if (e != cudaSuccess) {
+      return absl::InternalError(
+          absl::StrFormat("KvCopy: copy of %d bytes failed: %s", bytes, cudaGetErrorString(e)));
+    }
   }
   return absl::OkStatus();
 }

@@ -53,6 +53,12 @@ class KvCache {
   absl::Status Write(const Context& ctx, const int64_t* positions, int64_t rows, const float* k,
                      int64_t k_stride, const float* v, int64_t v_stride);
 
+  // Copies `rows` positions of `src` from src_first to this cache from dst_first, bits as stored,
+  // asynchronous on ctx.stream (cuda::KvCopy checks the arguments). REQUIRES: the same dtype and
+  // row size, both ranges inside their caches, `src` not this cache. Internal when a copy fails.
+  absl::Status CopyRows(const Context& ctx, const KvCache& src, int64_t src_first,
+                        int64_t dst_first, int64_t rows);
+
  private:
   KvCache() = default;
 

@@ -73,6 +73,62 @@ absl::StatusOr<std::unique_ptr<DraftStream>> DrafterModel::NewStream() const {
   return std::make_unique<DraftStream>(std::move(layers), options_.context);
 }
 
+absl::StatusOr<std::unique_ptr<ContextBlock>> DrafterModel::SaveContext(const DraftStream& stream,
+                                                                        int64_t first,
+                                                                        int64_t rows) const {
+  if (rows < 1 || first < 0 || first + rows > stream.context_length_) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("SaveContext of positions [%d, %d) with %d context rows", first,
+                        first + rows, stream.context_length_));
+  }
+  absl::MutexLock lock(&mu_);
+  std::vector<std::unique_ptr<backend::KvCacheHandle>> layers;
+  absl::Status status = absl::OkStatus();
+  for (int64_t l = 0; l < config_.num_layers && status.ok(); ++l) {
+    absl::StatusOr<std::unique_ptr<backend::KvCacheHandle>> kv =
+        backend_->NewKvCache(options_.kv_dtype, rows, config_.num_kv_heads, config_.head_dim);
+    status = kv.ok() ? backend_->KvCopy(*stream.layers_[l], first, **kv, 0, rows) : kv.status();
+    if (kv.ok()) layers.push_back(*std::move(kv));
+  }
+  if (!status.ok()) {
+    layers.clear();  // Freed under the lock.
+    return status;
+  }
+  return std::make_unique<ContextBlock>(first, rows, std::move(layers), &mu_);
+}
+
+absl::Status DrafterModel::LoadContext(DraftStream& stream,
+                                       std::span<const ContextBlock* const> blocks) const {
+  if (stream.context_length_ != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("LoadContext into a stream with %d context rows: it must be empty",
+                        stream.context_length_));
+  }
+  if (blocks.empty()) return absl::InvalidArgumentError("LoadContext of no blocks");
+  int64_t next = 0;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    if (blocks[b] == nullptr || !blocks[b]->OwnedBy(&mu_) ||
+        blocks[b]->num_layers() != config_.num_layers || blocks[b]->first() != next) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "LoadContext: block %d is of another model or does not start at position %d", b, next));
+    }
+    next += blocks[b]->rows();
+  }
+  if (next > stream.capacity_) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "LoadContext: %d cached rows exceed the stream's %d positions", next, stream.capacity_));
+  }
+  absl::MutexLock lock(&mu_);
+  for (const ContextBlock* block : blocks) {
+    for (int64_t l = 0; l < config_.num_layers; ++l) {
+      ABSL_RETURN_IF_ERROR(
+          backend_->KvCopy(block->layer(l), 0, *stream.layers_[l], block->first(), block->rows()));
+    }
+  }
+  stream.context_length_ = next;
+  return absl::OkStatus();
+}
+
 absl::Status DrafterModel::FuseTaps(const float* raw, int64_t rows, float* fused) const {
   if (rows < 0) {
     return absl::InvalidArgumentError(absl::StrFormat("FuseTaps: rows = %d is negative", rows));

@@ -24,6 +24,7 @@
 #include "kernels/backend/backend.h"
 #include "kernels/cpu/kv_cache.h"
 #include "kernels/cpu/parallel.h"
+#include "services/drafter/context_block.h"
 #include "services/drafter/draft_stream.h"
 #include "services/drafter/drafter_config.h"
 #include "services/drafter/drafter_device_weights.h"
@@ -93,6 +94,18 @@ class DrafterModel {
 
   // A fresh stream with no context. ResourceExhausted naming the bytes if the caches don't fit.
   absl::StatusOr<std::unique_ptr<DraftStream>> NewStream() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // ---- the prefix cache's copies ----------------------------------------------------------------
+  // A copy of context positions [first, first + rows) of every layer. InvalidArgument for rows < 1
+  // or a range past context_length(); the backend's ResourceExhausted.
+  absl::StatusOr<std::unique_ptr<ContextBlock>> SaveContext(const DraftStream& stream,
+                                                            int64_t first, int64_t rows) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Restores into the empty `stream` the context `blocks` hold, in order from position 0.
+  // FailedPrecondition for a stream with context; InvalidArgument for no blocks, blocks that do
+  // not follow each other from 0 or of another model; ResourceExhausted past the capacity.
+  absl::Status LoadContext(DraftStream& stream, std::span<const ContextBlock* const> blocks) const
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // ---- host-memory conveniences (tests, tools): upload, run, download ---------------------------
   // fused[rows, H] = hidden_norm(fc(raw[rows, n_f * H])): the part of the context either side of a

@@ -20,6 +20,8 @@ struct DraftOpen {
   uint64_t stream_id = 0;
   std::string request_id;
   absl::Span<const uint32_t> prompt_ids;
+  // Rows [prompt_taps.first_row, prompt_ids.size()): the target resumed the rows before from its
+  // prefix cache, so the drafter must hold them in its own.
   TapRows prompt_taps;
   uint32_t pending = 0;
 };

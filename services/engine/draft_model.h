@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "services/engine/prefix_cache_use.h"
 
 namespace twinspan::engine {
 
@@ -34,6 +35,9 @@ struct TapRows {
   int64_t width = 0;
   absl::Span<const float> data;  // rows * width
   bool fused = false;
+  // Position of the first row. A prompt's rows may start after 0: the target resumed the rows
+  // before from its prefix cache (the drafter resumes them from its own).
+  int64_t first_row = 0;
 };
 
 // One stream's drafter context. Not thread-safe. Each call returns the proposals for the next
@@ -41,13 +45,17 @@ struct TapRows {
 class DraftSession {
  public:
   virtual ~DraftSession() = default;
-  // InvalidArgument for taps whose shape does not match; ResourceExhausted past max_context.
+  // InvalidArgument for taps whose shape does not match; ResourceExhausted past max_context;
+  // FailedPrecondition when prompt_taps start after row 0 and the session cannot resume the rows
+  // before them (the stream then drafts nothing).
   virtual absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt_ids,
                                                      const TapRows& prompt_taps,
                                                      uint32_t pending) = 0;
   // `ids` entered the target's context (old pending + accepted drafts), one tap row each.
   virtual absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
                                                        const TapRows& taps, uint32_t pending) = 0;
+  // Prompt rows the last Open resumed from the model's prefix cache (0 without one).
+  virtual int64_t resumed_rows() const { return 0; }
 };
 
 // Immutable and thread-safe after construction; sessions are independent.
@@ -56,6 +64,8 @@ class DraftModel {
   virtual ~DraftModel() = default;
   virtual const DrafterInfo& info() const = 0;
   virtual absl::StatusOr<std::unique_ptr<DraftSession>> NewSession() const = 0;
+  // The prompt-prefix cache's current size; zeros for a model without one.
+  virtual PrefixCacheUse prefix_cache_use() const { return {}; }
 };
 
 }  // namespace twinspan::engine

@@ -10,6 +10,7 @@ EngineRequest::EngineRequest(const EngineRequest& other)
       stop_token_ids(other.stop_token_ids),
       ignore_eos(other.ignore_eos),
       draft(other.draft),
+      context_copy(other.context_copy),
       deadline(other.deadline),
       constraint(other.constraint == nullptr ? nullptr : other.constraint->Clone()) {}
 

@@ -31,6 +31,8 @@ struct EngineRequest {
   std::vector<uint32_t> stop_token_ids;
   bool ignore_eos = false;
   bool draft = true;
+  // Context-copy drafts (with draft): the engine's --context-copy-ngram decides whether they exist.
+  bool context_copy = true;
   absl::Time deadline = absl::InfiniteFuture();
   // Structured output: the grammar's state at the empty output. Null: any id.
   std::unique_ptr<TokenConstraint> constraint;
@@ -44,8 +46,11 @@ struct StreamSummary {
   FinishReason finish_reason = FinishReason::kLength;
   std::vector<uint32_t> completion_ids;  // every emitted id, the stop token included
   int prompt_tokens = 0;
+  int cached_prompt_tokens = 0;  // resumed from the target's prefix cache, not prefilled
   int64_t drafted = 0;
   int64_t accepted = 0;
+  int64_t context_copy_drafted = 0;   // of `drafted`, context copies; the rest are the drafter's
+  int64_t context_copy_accepted = 0;  // of `accepted`, likewise
   int rounds = 0;
   std::vector<uint32_t> tokens_per_round;
   std::string head_variant;     // "none" when no round carried drafts

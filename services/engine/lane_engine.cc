@@ -8,6 +8,8 @@
 #include "absl/time/clock.h"
 #include "common/metrics/serving_metrics.h"
 #include "kernels/cpu/mask_logits.h"
+#include "services/engine/context_copy.h"
+#include "services/engine/draft_picker.h"
 #include "services/engine/proposal_box.h"
 #include "spdlog/spdlog.h"
 
@@ -26,9 +28,15 @@ struct LaneEngine::Stream {
   bool drafting = false;
   uint64_t draft_epoch = 0;
   std::vector<int64_t> tap_layer_ids;
-  std::vector<uint32_t> drafts;    // this round's
+  std::vector<uint32_t> drafts;    // this round's, verified
   std::vector<TokenMask> allowed;  // this round's, one per window row (structured output)
   std::optional<DraftWindow> window;
+  // Context-copy drafts: the stream's context (prompt and completion) indexed by n-grams; null
+  // when off for this stream. This round's source, and each source's proposal, to learn from.
+  std::unique_ptr<ContextCopyIndex> copy_index;
+  DraftPicker picker;
+  DraftSource source = DraftSource::kDrafter;
+  std::vector<uint32_t> drafter_proposal, copy_proposal;
   WindowOutput window_out;
   std::vector<float> kept_taps;  // the committed rows' taps when the model deferred them
   StreamSummary summary;
@@ -134,6 +142,13 @@ absl::StatusOr<std::unique_ptr<LaneEngine>> LaneEngine::Start(const EngineOption
   }
   if (options.max_waiting < 0 || options.max_tokens_limit < 1) {
     return absl::InvalidArgumentError("engine: max_waiting >= 0 and max_tokens_limit >= 1");
+  }
+  if (options.context_copy_ngram < 0 || options.context_copy_ngram > kMaxContextCopyNgram ||
+      options.context_copy_max_tokens < 1 || options.context_copy_max_tokens > 64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "engine: --context-copy-ngram must be in [0, ", kMaxContextCopyNgram, "] (got ",
+        options.context_copy_ngram, ") and --context-copy-max-tokens in [1, 64] (got ",
+        options.context_copy_max_tokens, ")"));
   }
   if (model == nullptr || sampler == nullptr) {
     return absl::InvalidArgumentError("engine: a model and a sampler are required");
@@ -290,6 +305,7 @@ void LaneEngine::PublishLoad() {
   // Set before running_ drops, so a caller that saw the engine idle sees the final values.
   if (metrics_ != nullptr) {
     metrics_->SetKvCacheUsage(KvCacheUsage());
+    metrics_->SetPrefixCacheBytes("target", model_->prefix_cache_use().bytes);
     metrics_->SetRequestsRunning(static_cast<int>(live_.size()));
   }
   int waiting = 0;
@@ -349,6 +365,7 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
   absl::Status constrained = ConstrainWindow(s);  // no drafts yet: the first token's mask
   if (!constrained.ok()) return Fail(s, constrained);
   control.allowed = s.allowed.empty() ? nullptr : &s.allowed[0];
+  if (s.drafting) control.drafter_epoch = s.draft_epoch;
   bool stopped = false;  // by the check below, not by the model
   control.keep_going = [this, &s, &stopped]() {
     absl::Status go = StopCheck(s, "during its prefill");
@@ -362,6 +379,8 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
                                                 : Fail(s, status);
   }
   s.summary.prefill_seconds = Seconds(absl::Now() - prefill_start);
+  s.summary.cached_prompt_tokens = static_cast<int>(out.first_row);
+  if (metrics_ != nullptr) metrics_->RecordPrefixLookup("target", out.first_row);
   const int vocab = model_->info().vocab_size;
   const int64_t position = static_cast<int64_t>(s.request.prompt_ids.size());
   absl::StatusOr<uint32_t> first =
@@ -374,11 +393,15 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
     }
   }
   s.pending = *first;
+  if (s.request.draft && s.request.context_copy && options_.context_copy_ngram > 0) {
+    s.copy_index = std::make_unique<ContextCopyIndex>(options_.context_copy_ngram);
+    s.copy_index->Append(s.request.prompt_ids);
+  }
   if (Emit(s, {*first})) return;
   if (s.drafting) {
     const int64_t width = TapWidth(out, s.tap_layer_ids.size(), model_->info().hidden_size);
     DraftOpen open{s.id, s.request.request_id, s.request.prompt_ids,
-                   TapRows{out.rows, width, out.taps, out.taps_fused}, s.pending};
+                   TapRows{out.rows, width, out.taps, out.taps_fused, out.first_row}, s.pending};
     absl::Status sent = channel_->Open(open);
     if (!sent.ok()) {
       spdlog::warn("[{}] drafter open failed, decoding without drafts: {}", s.request.request_id,
@@ -421,6 +444,7 @@ bool LaneEngine::Emit(Stream& s, std::vector<uint32_t> ids) {
   s.last_emit_time = now;
   const SinkVerdict verdict = s.sink->OnTokens(ids, s.round);
   const int kept = std::clamp(verdict.keep, 0, static_cast<int>(ids.size()));
+  if (s.copy_index != nullptr) s.copy_index->Append(absl::MakeConstSpan(ids).subspan(0, kept));
   if (verdict.stop || kept < static_cast<int>(ids.size())) {
     s.summary.completion_ids.resize(s.summary.completion_ids.size() - ids.size() + kept);
     reason = FinishReason::kStop;
@@ -430,6 +454,28 @@ bool LaneEngine::Emit(Stream& s, std::vector<uint32_t> ids) {
     return true;
   }
   return false;
+}
+
+int64_t LaneEngine::DraftRoom(const Stream& s) const {
+  // Drafts past max_tokens or the context could never be emitted.
+  const int64_t room_tokens =
+      s.request.max_tokens - static_cast<int64_t>(s.summary.completion_ids.size()) - 1;
+  const int64_t room_context = model_->info().max_context - s.sequence->length() - 1;
+  return std::max<int64_t>(0, std::min(room_tokens, room_context));
+}
+
+void LaneEngine::PickContextCopy(Stream& s) const {
+  s.source = DraftSource::kDrafter;
+  s.copy_proposal.clear();
+  if (s.done || s.copy_index == nullptr) return;
+  s.drafter_proposal = s.drafts;
+  const int64_t room = std::min<int64_t>(options_.context_copy_max_tokens, DraftRoom(s));
+  s.copy_proposal = s.copy_index->Propose(static_cast<int>(room));
+  if (s.picker.Pick(static_cast<int64_t>(s.drafts.size()),
+                    static_cast<int64_t>(s.copy_proposal.size())) == DraftSource::kContextCopy) {
+    s.drafts = s.copy_proposal;
+    s.source = DraftSource::kContextCopy;
+  }
 }
 
 void LaneEngine::ReleaseDraft(Stream& s) {
@@ -513,6 +559,8 @@ void LaneEngine::RunRound() {
       continue;
     }
     if (drafts.ok()) {
+      // The drafter took the prompt: later streams of its epoch may resume the cached prefix.
+      if (s.round == 0) model_->GaveDrafterPrefix(s.request.prompt_ids, s.draft_epoch);
       s.drafts = *std::move(drafts);
       const int block = channel_->peer().block_size;
       if (!UsableProposal(s.drafts, vocab, block)) {  // a bad drafter never reaches the verifier
@@ -529,21 +577,24 @@ void LaneEngine::RunRound() {
     } else {
       s.summary.draft_degraded = true;
       if (metrics_ != nullptr) metrics_->RecordDraftFallback(channel_->peer().head_variant);
+      if (s.round == 0 && s.summary.cached_prompt_tokens > 0 &&
+          absl::IsFailedPrecondition(drafts.status())) {
+        // The drafter lost the prefix this stream resumed: the next stream gives it again.
+        model_->ForgetDrafterPrefix(s.request.prompt_ids);
+      }
       if (!absl::IsDeadlineExceeded(drafts.status())) {
         spdlog::warn("[{}] drafter lost, decoding without drafts: {}", s.request.request_id,
                      drafts.status().ToString());
         ReleaseDraft(s);
       }
     }
-    // Drafts past max_tokens or the context could never be emitted.
-    const int64_t room_tokens =
-        s.request.max_tokens - static_cast<int64_t>(s.summary.completion_ids.size()) - 1;
-    const int64_t room_context = info.max_context - s.sequence->length() - 1;
+    // Drafts past max_tokens or the context could never be emitted; the window bounds the rest.
     const int64_t window = s.window->Size(static_cast<int>(s.drafts.size()));
-    const int64_t k = std::max<int64_t>(0, std::min<int64_t>({window, room_tokens, room_context}));
-    s.drafts.resize(k);
+    s.drafts.resize(std::max<int64_t>(0, std::min<int64_t>(window, DraftRoom(s))));
   }
+  // The copy is picked first, so the grammar checks and masks the window that is verified.
   for (auto& sp : live_) {
+    PickContextCopy(*sp);
     if (sp->done) continue;
     if (absl::Status status = ConstrainWindow(*sp); !status.ok()) Fail(*sp, status);
   }
@@ -603,14 +654,26 @@ void LaneEngine::RunRound() {
     if (s.done) continue;
     const int accepted = static_cast<int>(emitted.size()) - 1;
     s.window->Record(k, accepted);
+    if (s.copy_index != nullptr) {  // Both sources learn from what the target emitted.
+      s.picker.Learn(DraftSource::kDrafter, s.drafter_proposal, emitted);
+      s.picker.Learn(DraftSource::kContextCopy, s.copy_proposal, emitted);
+    }
     s.round += 1;
     s.summary.drafted += k;
     s.summary.accepted += accepted;
+    if (s.source == DraftSource::kContextCopy) {
+      s.summary.context_copy_drafted += k;
+      s.summary.context_copy_accepted += accepted;
+    }
     s.summary.tokens_per_round.push_back(static_cast<uint32_t>(emitted.size()));
     s.summary.verify_seconds += verify_seconds;
     s.summary.draft_seconds += draft_seconds;
-    if (k > 0) s.summary.head_variant = channel_->peer().head_variant;
-    if (metrics_ != nullptr) metrics_->RecordRound(s.summary.head_variant, k, accepted);
+    if (k > 0 && s.source == DraftSource::kDrafter) {
+      s.summary.head_variant = channel_->peer().head_variant;
+    }
+    if (metrics_ != nullptr) {
+      metrics_->RecordRound(s.summary.head_variant, DraftSourceName(s.source), k, accepted);
+    }
     const uint32_t old_pending = s.pending;
     const uint32_t new_pending = emitted.back();
     if (Emit(s, std::move(emitted))) continue;

@@ -41,6 +41,11 @@ struct EngineOptions {
   absl::Duration draft_timeout = absl::Milliseconds(500);  // per round, all streams together
   DraftWindowOptions draft_window;                         // how many proposals a round verifies
   std::string name = "target";                             // for logs
+  // Context-copy drafts: when the context's last n tokens occurred earlier, the tokens after that
+  // occurrence are a draft, verified instead of the drafter's block when its expected accept is
+  // longer (DraftPicker). n in [1, 64]; 0 turns them off.
+  int context_copy_ngram = 8;
+  int context_copy_max_tokens = 15;  // longest copy proposed, in [1, 64]
 };
 
 struct EngineLoad {
@@ -91,6 +96,10 @@ class LaneEngine {
   void RunRound();
   // Emits `ids` (one round's tokens) to the stream; returns true when the stream finished.
   bool Emit(Stream& stream, std::vector<uint32_t> ids);
+  // Drafts this round's window may hold: max_tokens and the context both leave room.
+  int64_t DraftRoom(const Stream& stream) const;
+  // Replaces the stream's drafts by a context copy when the copy's expected accept is longer.
+  void PickContextCopy(Stream& stream) const;
   void Finish(Stream& stream, FinishReason reason);
   void Fail(Stream& stream, const absl::Status& status);
   void ReleaseDraft(Stream& stream);

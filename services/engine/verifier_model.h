@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "services/engine/prefix_cache_use.h"
 #include "services/engine/token_constraint.h"
 
 namespace twinspan::engine {
@@ -40,6 +42,9 @@ struct SamplingOptions {
 
 // Rows of one forward: logits (or the model's own draws) for every row and the taps of every row.
 struct WindowOutput {
+  // Prefill: the prompt rows resumed from the model's prefix cache; `rows`, the logits and the
+  // taps are of the rows after them. 0 for a verify window.
+  int64_t first_row = 0;
   int64_t rows = 0;
   // [rows, vocab] (Prefill: the last row's); may be empty when `tokens` holds the draws.
   std::vector<float> logits;
@@ -66,6 +71,9 @@ struct PrefillControl {
   // Structured output: the ids the first token may be (the device draw masks the others). Null:
   // any id.
   const TokenMask* allowed = nullptr;
+  // Set when the stream drafts, to the drafter link's epoch: a model with a prefix cache resumes
+  // only what that drafter holds too (GaveDrafterPrefix); it gets taps for the rest.
+  std::optional<uint64_t> drafter_epoch;
 };
 
 // One stream's model state. Not thread-safe: one call at a time.
@@ -74,9 +82,11 @@ class VerifierSequence {
   virtual ~VerifierSequence() = default;
   // Positions committed so far.
   virtual int64_t length() const = 0;
-  // Prefills `prompt` (committed) and returns the last row's logits (or draw) and every row's taps
-  // (never deferred). Errors: InvalidArgument (empty, id outside the vocabulary),
-  // ResourceExhausted (context), or control.keep_going's status (the sequence is then unusable).
+  // Prefills `prompt` (committed) and returns the last row's logits (or draw) and the taps of every
+  // row it ran (never deferred): a model with a prefix cache resumes after a cached beginning of
+  // the prompt (WindowOutput::first_row). Errors: InvalidArgument (empty, id outside the
+  // vocabulary), ResourceExhausted (context), or control.keep_going's status (the sequence is then
+  // unusable).
   virtual absl::Status Prefill(absl::Span<const uint32_t> prompt,
                                const std::vector<int64_t>& tap_layer_ids,
                                const PrefillControl& control, WindowOutput* out) = 0;
@@ -117,6 +127,16 @@ class VerifierModel {
   virtual const VerifierInfo& info() const = 0;
   // ResourceExhausted when the caches cannot be allocated.
   virtual absl::StatusOr<std::unique_ptr<VerifierSequence>> NewSequence() const = 0;
+  // The prompt-prefix cache's current size; zeros for a model without one.
+  virtual PrefixCacheUse prefix_cache_use() const { return {}; }
+  // The drafter of link `drafter_epoch` answered a stream of `prompt`, so it holds the prompt's
+  // rows: a model with a prefix cache lets that drafter's streams resume its cached blocks.
+  virtual void GaveDrafterPrefix(absl::Span<const uint32_t> /*prompt*/,
+                                 uint64_t /*drafter_epoch*/) const {}
+  // The drafter could not resume the cached prefix a drafting stream of `prompt` resumed (it lost
+  // those rows): a model with a prefix cache stops resuming them for drafting streams until one
+  // prefills them again and the drafter answers it. Nothing for a model without one.
+  virtual void ForgetDrafterPrefix(absl::Span<const uint32_t> /*prompt*/) const {}
 
   // Verifies every job's window as its sequence's Verify would and sets each job's status; the
   // sequences are this model's and distinct. A model may run all windows in one forward; this

@@ -2,7 +2,9 @@
 
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -204,6 +206,135 @@ absl::Status DecoderModel::CommitLocked(SequenceState& state, int64_t n_keep) co
     ABSL_RETURN_IF_ERROR(CommitLayer(layer, state.layer(layer), n_keep, state.pending()));
   }
   return state.CommitRows(n_keep);
+}
+
+absl::StatusOr<std::unique_ptr<PrefixBlock>> DecoderModel::SaveBlock(const SequenceState& state,
+                                                                     int64_t first,
+                                                                     int64_t rows) const {
+  absl::MutexLock lock(&mu_);
+  if (!state.OwnedBy(&mu_)) {
+    return absl::InvalidArgumentError("SaveBlock of a sequence state made by another model");
+  }
+  if (state.pending() != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("SaveBlock with %d rows pending: commit them first", state.pending()));
+  }
+  if (rows < 1 || first < 0 || first + rows > state.length()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SaveBlock of positions [%d, %d) with %d committed", first, first + rows, state.length()));
+  }
+  std::vector<PrefixBlock::Layer> layers(config_.num_layers);
+  absl::Status status = SaveLayers(state, first, rows, layers);
+  if (!status.ok()) {
+    layers.clear();  // Freed under the lock.
+    return status;
+  }
+  return std::make_unique<PrefixBlock>(first, rows, std::move(layers), &mu_);
+}
+
+absl::Status DecoderModel::SaveLayers(const SequenceState& state, int64_t first, int64_t rows,
+                                      std::vector<PrefixBlock::Layer>& layers) const {
+  backend::Backend& be = backend();
+  for (int64_t i = 0; i < config_.num_layers; ++i) {
+    const LayerState& from = state.layer(i);
+    PrefixBlock::Layer& to = layers[i];
+    if (from.kv != nullptr) {
+      ABSL_ASSIGN_OR_RETURN(
+          to.kv, be.NewKvCache(from.kv->dtype(), rows, from.kv->kv_heads(), from.kv->head_dim()));
+      ABSL_RETURN_IF_ERROR(be.KvCopy(*from.kv, first, *to.kv, 0, rows));
+    }
+    if (from.recurrent != nullptr) {
+      if (first + rows != state.length()) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "SaveBlock of positions [%d, %d): layer %d's recurrent state is the state after "
+            "position %d, so a block must end there",
+            first, first + rows, i, state.length() - 1));
+      }
+      const backend::Buffer& conv = from.recurrent->conv();
+      const backend::Buffer& ssm = from.recurrent->ssm();
+      ABSL_ASSIGN_OR_RETURN(to.conv, be.Allocate(conv.bytes()));
+      ABSL_ASSIGN_OR_RETURN(to.ssm, be.Allocate(ssm.bytes()));
+      ABSL_RETURN_IF_ERROR(be.Copy(to.conv->data(), conv.data(), conv.bytes()));
+      ABSL_RETURN_IF_ERROR(be.Copy(to.ssm->data(), ssm.data(), ssm.bytes()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecoderModel::LoadBlocks(SequenceState& state,
+                                      absl::Span<const PrefixBlock* const> blocks) const {
+  absl::MutexLock lock(&mu_);
+  if (!state.OwnedBy(&mu_)) {
+    return absl::InvalidArgumentError("LoadBlocks into a sequence state made by another model");
+  }
+  if (state.length() != 0 || state.pending() != 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "LoadBlocks into a state with %d committed rows: it must be empty", state.length()));
+  }
+  if (blocks.empty()) return absl::InvalidArgumentError("LoadBlocks of no blocks");
+  int64_t next = 0;
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    const PrefixBlock* block = blocks[b];
+    if (block == nullptr || !block->OwnedBy(&mu_) || block->num_layers() != config_.num_layers) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("LoadBlocks: block %d is null or of another model", b));
+    }
+    if (block->first() != next) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "LoadBlocks: block %d starts at position %d, not %d", b, block->first(), next));
+    }
+    next += block->rows();
+  }
+  if (next > state.capacity()) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "a cached prefix of %d positions does not fit the context of %d", next, state.capacity()));
+  }
+  for (int64_t i = 0; i < config_.num_layers; ++i) {
+    const LayerState& layer = state.layer(i);
+    const PrefixBlock::Layer& last = blocks.back()->layer(i);
+    if ((layer.recurrent != nullptr && (last.conv == nullptr || last.ssm == nullptr)) ||
+        (layer.kv != nullptr && absl::c_any_of(blocks, [i](const PrefixBlock* block) {
+           return block->layer(i).kv == nullptr;
+         }))) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "LoadBlocks: layer %d's state is missing from the blocks (a recurrent layer needs the "
+          "last block's state, an attention layer every block's K/V)",
+          i));
+    }
+  }
+  if (absl::Status status = LoadLayers(state, blocks); !status.ok()) {
+    // An empty state starts from zero recurrent states: undo a partial copy.
+    for (int64_t i = 0; i < config_.num_layers; ++i) {
+      RecurrentState* recurrent = state.layer(i).recurrent.get();
+      if (recurrent == nullptr) continue;
+      backend().Zero(recurrent->conv().data(), recurrent->conv().bytes()).IgnoreError();
+      backend().Zero(recurrent->ssm().data(), recurrent->ssm().bytes()).IgnoreError();
+    }
+    return status;
+  }
+  return state.Resume(next);
+}
+
+absl::Status DecoderModel::LoadLayers(SequenceState& state,
+                                      absl::Span<const PrefixBlock* const> blocks) const {
+  backend::Backend& be = backend();
+  for (int64_t i = 0; i < config_.num_layers; ++i) {
+    LayerState& layer = state.layer(i);
+    if (layer.kv != nullptr) {
+      for (const PrefixBlock* block : blocks) {
+        ABSL_RETURN_IF_ERROR(
+            be.KvCopy(*block->layer(i).kv, 0, *layer.kv, block->first(), block->rows()));
+      }
+    }
+    if (layer.recurrent != nullptr) {
+      const PrefixBlock::Layer& last = blocks.back()->layer(i);
+      ABSL_RETURN_IF_ERROR(
+          be.Copy(layer.recurrent->conv().data(), last.conv->data(), last.conv->bytes()));
+      ABSL_RETURN_IF_ERROR(
+          be.Copy(layer.recurrent->ssm().data(), last.ssm->data(), last.ssm->bytes()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace twinspan::target

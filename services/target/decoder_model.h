@@ -54,6 +54,10 @@ class DecoderModel : public TargetModel {
                        ForwardResult* result) const override;
   absl::Status ForwardBatch(absl::Span<const SequenceForward> batch) const override;
   absl::Status Commit(SequenceState& state, int64_t n_keep) const override;
+  absl::StatusOr<std::unique_ptr<PrefixBlock>> SaveBlock(const SequenceState& state, int64_t first,
+                                                         int64_t rows) const override;
+  absl::Status LoadBlocks(SequenceState& state,
+                          absl::Span<const PrefixBlock* const> blocks) const override;
   const backend::EmbeddingHandle& embedding() const override { return *weights_.embedding; }
   const backend::LinearHandle& lm_head() const override { return *weights_.lm_head; }
   backend::Backend& backend() const override { return *backend_.backend; }
@@ -88,6 +92,13 @@ class DecoderModel : public TargetModel {
   absl::Status CommitLocked(SequenceState& state, int64_t n_keep) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status RunBatch(absl::Span<const SequenceForward> batch) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // SaveBlock's copies into `layers` (one entry per decoder layer).
+  absl::Status SaveLayers(const SequenceState& state, int64_t first, int64_t rows,
+                          std::vector<PrefixBlock::Layer>& layers) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // LoadBlocks's copies, after its checks.
+  absl::Status LoadLayers(SequenceState& state, absl::Span<const PrefixBlock* const> blocks) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Constant after construction. The checkpoint comes first and the backend second so they are

@@ -68,4 +68,19 @@ absl::Status SequenceState::CommitRows(int64_t n_keep) {
   return absl::OkStatus();
 }
 
+absl::Status SequenceState::Resume(int64_t length) {
+  if (length_ != 0 || pending_ != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("resume of a prefix into a state with %d committed and %d pending rows",
+                        length_, pending_));
+  }
+  if (length < 0) return absl::InvalidArgumentError(absl::StrFormat("resume of %d rows", length));
+  if (length > capacity_) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "a cached prefix of %d positions does not fit the context of %d", length, capacity_));
+  }
+  length_ = length;
+  return absl::OkStatus();
+}
+
 }  // namespace twinspan::target

@@ -97,6 +97,10 @@ class SequenceState {
   // Keeps the first n_keep pending rows (attention KV past them becomes scratch).
   // InvalidArgument when n_keep is outside [0, pending()]. Recurrent layers are the family's job.
   absl::Status CommitRows(int64_t n_keep);
+  // Marks the first `length` positions committed: a prefix whose caches were restored from the
+  // prefix cache. FailedPrecondition unless the state is empty; ResourceExhausted naming the
+  // context when length exceeds capacity(); InvalidArgument for length < 0.
+  absl::Status Resume(int64_t length);
 
  private:
   int64_t capacity_;

@@ -35,16 +35,37 @@ absl::StatusOr<ForwardResult> Prefill(const TargetModel& model, SequenceState& s
   const int64_t hidden = model.config().hidden_size;
   const int64_t n_taps = static_cast<int64_t>(options.tap_layer_ids.size());
   const bool host_taps = options.taps_out == nullptr;
+  PrefixCache* cache = options.prefix_cache;
+  if (cache != nullptr && (state.length() != 0 || state.pending() != 0)) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "Prefill with a prefix cache needs an empty state, not %d committed rows", state.length()));
+  }
+  const int64_t start = state.length();
+  int64_t resumed = 0;
+  if (cache != nullptr) {
+    ABSL_ASSIGN_OR_RETURN(resumed, cache->Resume(state, tokens, options.prefix_drafter_epoch));
+  }
   ForwardResult total;
-  total.first_position = state.length();
-  total.rows = static_cast<int64_t>(tokens.size());
+  total.first_position = start + resumed;
+  total.rows = static_cast<int64_t>(tokens.size()) - resumed;
   if (host_taps) total.taps.reserve(total.rows * n_taps * hidden);
-  for (int64_t begin = 0; begin < total.rows; begin += options.chunk_rows) {
+  // Forwards end at multiples of the chunk (and block) counted from the first token, resumed or
+  // not, so a resumed prefill runs the forwards a fresh one runs after the resumed prefix.
+  auto next_end = [&](int64_t at) {
+    int64_t end = (at / options.chunk_rows + 1) * options.chunk_rows;
+    if (cache != nullptr) {
+      end = std::min(end, (at / cache->block_tokens() + 1) * cache->block_tokens());
+    }
+    return std::min<int64_t>(end, static_cast<int64_t>(tokens.size()));
+  };
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  for (int64_t at = resumed; at < n; at = next_end(at)) {
+    const int64_t begin = at - resumed;  // among the rows this prefill runs
     if (begin > 0 && options.keep_going) ABSL_RETURN_IF_ERROR(options.keep_going());
-    const int64_t end = std::min(total.rows, begin + options.chunk_rows);
+    const int64_t end = next_end(at) - resumed;
     const bool last = end == total.rows;
     ForwardRequest request;
-    request.tokens = tokens.subspan(begin, end - begin);
+    request.tokens = tokens.subspan(at, end - begin);
     request.logits = last ? LogitsRows::kLast : LogitsRows::kNone;
     request.tap_layer_ids = options.tap_layer_ids;
     if (last) request.logits_out = options.logits_out;
@@ -52,6 +73,7 @@ absl::StatusOr<ForwardResult> Prefill(const TargetModel& model, SequenceState& s
     ForwardResult chunk;
     ABSL_RETURN_IF_ERROR(model.Forward(state, request, &chunk));
     ABSL_RETURN_IF_ERROR(model.Commit(state, end - begin));
+    if (cache != nullptr) ABSL_RETURN_IF_ERROR(cache->Store(state, tokens));
     if (host_taps) {
       total.taps.insert(total.taps.end(), chunk.taps.begin(), chunk.taps.end());
     } else if (n_taps > 0) {

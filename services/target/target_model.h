@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@
 #include "kernels/backend/backend.h"
 #include "kernels/cpu/kv_cache.h"
 #include "kernels/cpu/parallel.h"
+#include "services/target/prefix_block.h"
+#include "services/target/prefix_cache.h"
 #include "services/target/sequence_state.h"
 #include "services/target/target_config.h"
 
@@ -128,6 +131,23 @@ class TargetModel {
   // InvalidArgument when n_keep is outside [0, pending].
   virtual absl::Status Commit(SequenceState& state, int64_t n_keep) const = 0;
 
+  // A copy of committed positions [first, first + rows) for the prefix cache: every attention
+  // layer's K/V and, for a family with recurrent layers, their live state, which is the state after
+  // those rows only when first + rows == state.length(). InvalidArgument for rows < 1, a range
+  // past the committed rows, a recurrent family's range that does not end at length(), or a state
+  // of another model; FailedPrecondition while rows are pending; the backend's ResourceExhausted.
+  virtual absl::StatusOr<std::unique_ptr<PrefixBlock>> SaveBlock(const SequenceState& state,
+                                                                 int64_t first,
+                                                                 int64_t rows) const = 0;
+  // Restores into the empty `state` the positions `blocks` hold, in order from position 0: their
+  // K/V, and the last block's recurrent state; the state then has their rows committed, the bits
+  // serial prefill of those positions leaves. FailedPrecondition for a state that is not empty;
+  // InvalidArgument for no blocks, blocks that do not follow each other from 0, a last block
+  // without the recurrent state this family needs, or blocks or state of another model;
+  // ResourceExhausted past the context. On an error the state stays empty.
+  virtual absl::Status LoadBlocks(SequenceState& state,
+                                  absl::Span<const PrefixBlock* const> blocks) const = 0;
+
   // Backend-resident views for a drafter in the same process on the same backend: the
   // unquantized embedding and the head.
   virtual const backend::EmbeddingHandle& embedding() const = 0;
@@ -150,15 +170,27 @@ struct PrefillOptions {
   // When set (with taps asked for), each chunk's taps stay in this buffer of the model's backend
   // ([chunk rows, taps, hidden] floats from its start; chunk_rows rows must fit) and
   // on_taps(first_row, rows) runs after the chunk, outside the model's lock, before the next chunk
-  // overwrites them; ForwardResult::taps stays empty. REQUIRES: on_taps set with taps_out.
+  // overwrites them (first_row counts the rows this prefill ran); ForwardResult::taps stays
+  // empty. REQUIRES: on_taps set with taps_out.
   backend::Buffer* taps_out = nullptr;
   std::function<absl::Status(int64_t first_row, int64_t rows)> on_taps;
+  // When set, the prefill resumes after the longest prefix of `tokens` this cache holds (the
+  // state must be empty) and caches the blocks it runs; its forwards also end at every block
+  // boundary. Not owned. Null: every row runs.
+  PrefixCache* prefix_cache = nullptr;
+  // The stream drafts with the drafter of this link epoch: it resumes only blocks marked as held
+  // by that drafter (PrefixCache::Resume).
+  std::optional<uint64_t> prefix_drafter_epoch;
 };
 
-// Prefills `tokens` in forwards of at most options.chunk_rows rows, committing each. Returns the
-// last row's logits and the taps of every prompt row (or leaves them in the options' buffers).
-// Errors as Forward; InvalidArgument for an empty prompt, chunk_rows < 1 or taps_out without
-// on_taps; keep_going's and on_taps's.
+// Prefills `tokens` in forwards of at most options.chunk_rows rows, committing each; a forward
+// ends at every multiple of chunk_rows (and of the prefix cache's block) counted from the state's
+// start, so a resumed prefill runs the forwards a fresh one runs after that point. Returns the last
+// row's logits and the taps of every row it ran (or leaves them in the options' buffers):
+// ForwardResult::first_position is where it started (after a resumed prefix) and rows the rows it
+// ran. Errors as Forward; InvalidArgument for an empty prompt, chunk_rows < 1 or taps_out without
+// on_taps; FailedPrecondition for a prefix cache with a state that is not empty; the cache's,
+// keep_going's and on_taps's.
 absl::StatusOr<ForwardResult> Prefill(const TargetModel& model, SequenceState& state,
                                       absl::Span<const int32_t> tokens,
                                       const PrefillOptions& options);

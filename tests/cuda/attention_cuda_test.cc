@@ -1,4 +1,4 @@
-// GPU tests of cuda::KvCache and cuda::Attention against cpu::KvCache and cpu::Attention on random
+// GPU tests of cuda::KvCache, cuda::KvCopy and cuda::Attention against their CPU twins on random
 // K/V/q (never zeros), outputs poisoned first. Tolerances: the caches hold the same bits (bf16
 // rounding is the CPU's formula, NaN and ties included); attention rel_fro <= 1e-5 and every
 // element |gpu - cpu| <= 1e-4 |cpu| + 1e-6 (only the order of the dot products and sums and the
@@ -18,9 +18,11 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/kv_cache.h"
+#include "kernels/cpu/kv_copy.h"
 #include "kernels/cpu/kv_write.h"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/kv_cache.cuh"
+#include "kernels/cuda/kv_copy.cuh"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace twinspan::cuda {
@@ -137,6 +139,43 @@ TEST_P(KvCacheCudaTest, WritesTheCpuKvWritesBitsAtScatteredAndRepeatedPositions)
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, KvCacheCudaTest,
                          ::testing::Values(cpu::KvDtype::kBF16, cpu::KvDtype::kF32));
+
+TEST_P(KvCacheCudaTest, KvCopyMovesTheCpuKvCopysBitsAndNothingElse) {
+  const int64_t kv_heads = 2, head_dim = 64, row = kv_heads * head_dim;
+  Caches src(GetParam(), 200, kv_heads, head_dim);  // random at every position
+  auto host_dst = cpu::KvCache::Create(GetParam(), 300, kv_heads, head_dim);
+  auto device_dst = KvCache::Create(GetParam(), 300, kv_heads, head_dim, nullptr);
+  ASSERT_TRUE(host_dst.ok() && device_dst.ok());
+  std::vector<int64_t> all(300);
+  for (int64_t p = 0; p < 300; ++p) all[p] = p;
+  const std::vector<float> base = RandomFloats(300 * row, 91, 1.0f);
+  DeviceArray<float> dbase(base);
+  ASSERT_TRUE(
+      cpu::KvWrite({}, *host_dst, all.data(), 300, base.data(), row, base.data(), row).ok());
+  ASSERT_TRUE((*device_dst)->Write({}, all.data(), 300, dbase.get(), row, dbase.get(), row).ok());
+  ASSERT_TRUE(cpu::KvCopy({}, src.host, 37, *host_dst, 128, 150).ok());
+  ASSERT_TRUE(KvCopy({}, *src.device, 37, **device_dst, 128, 150).ok());
+  EXPECT_CUDA_CLEAN();
+  const std::vector<float> gk = RawCache(**device_dst, true), gv = RawCache(**device_dst, false);
+  std::vector<float> want(head_dim);
+  size_t bad = 0;
+  for (int64_t p = 0; p < 300; ++p) {  // Outside [128, 278) the base rows stay.
+    for (int64_t h = 0; h < kv_heads; ++h) {
+      host_dst->ReadKey(p, h, want.data());
+      for (int64_t i = 0; i < head_dim; ++i) {
+        bad += testing::Bits(gk[(p * kv_heads + h) * head_dim + i]) != testing::Bits(want[i]);
+      }
+      host_dst->ReadValue(p, h, want.data());
+      for (int64_t i = 0; i < head_dim; ++i) {
+        bad += testing::Bits(gv[(p * kv_heads + h) * head_dim + i]) != testing::Bits(want[i]);
+      }
+    }
+  }
+  EXPECT_EQ(bad, 0u);
+  EXPECT_TRUE(absl::IsOutOfRange(KvCopy({}, *src.device, 100, **device_dst, 0, 101)));
+  EXPECT_TRUE(absl::IsOutOfRange(KvCopy({}, *src.device, 0, **device_dst, 250, 51)));
+  EXPECT_TRUE(absl::IsInvalidArgument(KvCopy({}, *src.device, 0, *src.device, 10, 1)));
+}
 
 TEST(KvCacheCudaTest, RefusesBadArguments) {
   EXPECT_TRUE(

@@ -14,9 +14,10 @@ if(TARGET twinspan_cuda)
     twinspan_exl3)
 endif()
 
-# The target families on the CUDA backend against golden data (needs the target library).
+# The target families on the CUDA backend against golden data, and the prefix cache's resumed ==
+# fresh there (needs the target library).
 if(TARGET twinspan_cuda AND TARGET twinspan_target)
-  foreach(test target target_exl3)
+  foreach(test target target_exl3 prefix_cache)
     add_executable(${test}_cuda_test ${CMAKE_CURRENT_LIST_DIR}/${test}_cuda_test.cc)
     target_link_libraries(${test}_cuda_test PRIVATE twinspan_cuda_testing twinspan_target
       twinspan_cpu_backend twinspan_testing)

@@ -7,6 +7,8 @@ target_link_libraries(twinspan_toy_models PUBLIC twinspan_engine)
 
 twinspan_test(engine_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/engine_test.cc
   LIBS twinspan_engine twinspan_toy_models twinspan_structured LABELS integration services)
+twinspan_test(engine_context_copy_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/engine_context_copy_test.cc
+  LIBS twinspan_engine twinspan_toy_models LABELS integration services)
 if(TARGET twinspan_rpc)
   twinspan_test(draft_faults_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/draft_faults_test.cc
     LIBS twinspan_rpc twinspan_toy_models LABELS integration services)

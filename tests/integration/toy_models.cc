@@ -34,8 +34,9 @@ uint32_t Argmax(absl::Span<const float> row) {
 
 class ToySequence : public engine::VerifierSequence {
  public:
-  ToySequence(const engine::VerifierInfo* info, ToyVerifyLog* log, ToySlowPrefill slow)
-      : info_(info), log_(log), id_(log->NewSequenceId()), slow_(slow) {}
+  ToySequence(const engine::VerifierInfo* info, ToyVerifyLog* log, ToySlowPrefill slow,
+              uint32_t cycle)
+      : info_(info), log_(log), id_(log->NewSequenceId()), slow_(slow), cycle_(cycle) {}
   int id() const { return id_; }
   int64_t length() const override { return static_cast<int64_t>(committed_.size()); }
 
@@ -85,7 +86,12 @@ class ToySequence : public engine::VerifierSequence {
     for (size_t r = 0; r < rows.size(); ++r) {
       if (rows[r] >= static_cast<uint32_t>(vocab)) return absl::InvalidArgumentError("toy: id");
       prefix.push_back(rows[r]);
-      ToyLogits(prefix, vocab, &out->logits[r * vocab]);
+      if (cycle_ > 0) {  // peaked: sampling follows the cycle too
+        const uint32_t step = prefix.size() % 50 == 0 ? 2 : 1;
+        out->logits[r * vocab + (rows[r] + step) % cycle_] = 30.0f;
+      } else {
+        ToyLogits(prefix, vocab, &out->logits[r * vocab]);
+      }
       for (int64_t c = 0; c < width; ++c) out->taps[r * width + c] = static_cast<float>(rows[r]);
     }
     return absl::OkStatus();
@@ -95,6 +101,7 @@ class ToySequence : public engine::VerifierSequence {
   ToyVerifyLog* log_;
   int id_;
   ToySlowPrefill slow_;
+  uint32_t cycle_;
   std::vector<uint32_t> committed_;
   std::vector<uint32_t> pending_;
 };
@@ -172,7 +179,7 @@ ToyVerifier::ToyVerifier(int vocab, int64_t context, uint32_t eos_id, int hidden
 }
 
 absl::StatusOr<std::unique_ptr<engine::VerifierSequence>> ToyVerifier::NewSequence() const {
-  return std::make_unique<ToySequence>(&info_, log_.get(), slow_);
+  return std::make_unique<ToySequence>(&info_, log_.get(), slow_, cycle_);
 }
 
 void ToyVerifier::VerifyBatch(absl::Span<engine::VerifyJob> jobs) const {

@@ -54,10 +54,15 @@ class ToyVerifier : public engine::VerifierModel {
   const ToyVerifyLog& log() const { return *log_; }
   // Sequences made after this prefill slowly. Not thread-safe: set before the engine starts.
   void SetSlowPrefill(ToySlowPrefill slow) { slow_ = slow; }
+  // Sequences made after this count in a cycle: the token after x at position p is (x + 1) mod
+  // `period`, or (x + 2) mod `period` where p is a multiple of 50, so text repeats with breaks
+  // (what context-copy drafts feed on). 0: the hashed logits. Set before the engine starts.
+  void SetCycle(uint32_t period) { cycle_ = period; }
 
  private:
   engine::VerifierInfo info_;
   ToySlowPrefill slow_;
+  uint32_t cycle_ = 0;
   std::unique_ptr<ToyVerifyLog> log_ = std::make_unique<ToyVerifyLog>();
 };
 

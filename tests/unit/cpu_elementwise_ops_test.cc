@@ -1,5 +1,5 @@
 // The CPU ops added for the Backend's op list (residual Add, the output gate's MulSigmoid,
-// KvWrite): each against its plain definition, bit for bit, and their bad input.
+// KvWrite, KvCopy): each against its plain definition, bit for bit, and their bad input.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/add.h"
 #include "kernels/cpu/kv_cache.h"
+#include "kernels/cpu/kv_copy.h"
 #include "kernels/cpu/kv_write.h"
 #include "kernels/cpu/mul_sigmoid.h"
 #include "kernels/cpu/parallel.h"
@@ -112,6 +113,60 @@ TEST(KvWriteTest, APositionPastTheCacheWritesNothingAndIsOutOfRange) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(KvWrite(Context{}, *cache, first, 1, nullptr, 4, ones.data(), 4).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Every key and value of positions [first, first + rows) of kv head `head`, as floats.
+std::vector<float> ReadAll(const KvCache& kv, int64_t first, int64_t rows) {
+  std::vector<float> out;
+  std::vector<float> row(kv.head_dim());
+  for (int64_t p = first; p < first + rows; ++p) {
+    for (int64_t h = 0; h < kv.kv_heads(); ++h) {
+      kv.ReadKey(p, h, row.data());
+      out.insert(out.end(), row.begin(), row.end());
+      kv.ReadValue(p, h, row.data());
+      out.insert(out.end(), row.begin(), row.end());
+    }
+  }
+  return out;
+}
+
+TEST(KvCopyTest, CopiesARunOfPositionsBitForBitAndNothingElse) {
+  for (KvDtype dtype : {KvDtype::kF32, KvDtype::kBF16}) {
+    const int64_t heads = 2, dim = 8, row = heads * dim;
+    auto src = KvCache::Create(dtype, 12, heads, dim);
+    auto dst = KvCache::Create(dtype, 20, heads, dim);
+    ASSERT_TRUE(src.ok() && dst.ok());
+    const auto k = Random(20 * row, 7), v = Random(20 * row, 8);
+    for (int64_t p = 0; p < 12; ++p) ASSERT_TRUE(src->Write(p, &k[p * row], &v[p * row]).ok());
+    const std::vector<float> ones(row, 1.0f);
+    for (int64_t p = 0; p < 20; ++p) ASSERT_TRUE(dst->Write(p, ones.data(), ones.data()).ok());
+    ASSERT_TRUE(KvCopy(Context{}, *src, 3, *dst, 10, 5).ok());
+    const std::vector<float> want = ReadAll(*src, 3, 5), got = ReadAll(*dst, 10, 5);
+    ASSERT_EQ(want.size(), got.size());
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)), 0);
+    for (float x : ReadAll(*dst, 0, 10)) ASSERT_EQ(x, 1.0f);  // Before the run: untouched.
+    for (float x : ReadAll(*dst, 15, 5)) ASSERT_EQ(x, 1.0f);  // After it.
+    EXPECT_TRUE(KvCopy(Context{}, *src, 0, *dst, 0, 0).ok());
+  }
+}
+
+TEST(KvCopyTest, RefusesRangesOutsideEitherCacheAndOtherShapes) {
+  auto src = KvCache::Create(KvDtype::kBF16, 8, 2, 4);
+  auto dst = KvCache::Create(KvDtype::kBF16, 8, 2, 4);
+  auto f32 = KvCache::Create(KvDtype::kF32, 8, 2, 4);
+  auto wide = KvCache::Create(KvDtype::kBF16, 8, 2, 8);
+  ASSERT_TRUE(src.ok() && dst.ok() && f32.ok() && wide.ok());
+  absl::Status s = KvCopy(Context{}, *src, 6, *dst, 0, 3);
+  EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_NE(s.message().find("src positions [6, 9)"), std::string::npos) << s;
+  s = KvCopy(Context{}, *src, 0, *dst, 7, 2);
+  EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_NE(s.message().find("dst positions [7, 9)"), std::string::npos) << s;
+  EXPECT_EQ(KvCopy(Context{}, *src, -1, *dst, 0, 1).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(KvCopy(Context{}, *src, 0, *dst, 0, -1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCopy(Context{}, *src, 0, *f32, 0, 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCopy(Context{}, *src, 0, *wide, 0, 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(KvCopy(Context{}, *src, 0, *src, 4, 1).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

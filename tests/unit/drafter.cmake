@@ -23,3 +23,12 @@ if(TARGET twinspan_drafter AND TARGET twinspan_target)
     LIBS twinspan_drafter twinspan_target twinspan_tokenizer LABELS unit)
   target_compile_definitions(demo_model_test PRIVATE TWINSPAN_DEMO_DIR="${CMAKE_SOURCE_DIR}/models/demo")
 endif()
+
+# The drafter's prompt-prefix cache behind the engine's DraftModel (the demo pair's drafter).
+if(TARGET twinspan_drafter_server)
+  twinspan_test(drafter_prefix_cache_test
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/drafter/drafter_prefix_cache_test.cc
+    LIBS twinspan_drafter_server LABELS unit)
+  target_compile_definitions(drafter_prefix_cache_test PRIVATE
+    TWINSPAN_DEMO_DIR="${CMAKE_SOURCE_DIR}/models/demo")
+endif()

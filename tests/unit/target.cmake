@@ -18,3 +18,5 @@ if(TARGET twinspan_target_server)
 endif()
 twinspan_test(target_prefill_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_prefill_test.cc
   LIBS twinspan_target twinspan_cpu_backend LABELS unit asan)
+twinspan_test(target_prefix_cache_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_prefix_cache_test.cc
+  LIBS twinspan_target twinspan_cpu_backend nlohmann_json::nlohmann_json LABELS unit asan)

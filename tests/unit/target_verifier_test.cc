@@ -3,10 +3,13 @@
 // lane engine, with a drafter that knows the plain output (so windows of several rows get partly
 // accepted beside undrafted streams), concurrent == solo for 1, 2 and 4 streams, greedy and
 // sampled; the device-sampling path (with the host LogitsSampler) draws the engine's tokens; and
-// tap rows fused on the backend are the drafter's own FuseTaps.
+// tap rows fused on the backend are the drafter's own FuseTaps; context-copy drafts and prefix
+// reuse through the engine change no token, and a drafting stream resumes only the cached blocks
+// its drafter holds.
 #include "services/target/server/target_verifier.h"
 
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <string>
@@ -20,6 +23,7 @@
 #include "services/drafter/drafter_model.h"
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/lane_engine.h"
+#include "services/target/prefix_cache.h"
 #include "services/target/server/keyed_token_sampler.h"
 #include "tests/golden/drafter/random_drafter.h"
 #include "tests/unit/target_verifier_testing.h"
@@ -333,6 +337,114 @@ TEST_P(TargetVerifierTest, FusedTapsAreTheDraftersOwnFuseTaps) {
   std::vector<float> want_kept(3 * width);
   ASSERT_TRUE((*drafter)->FuseTaps(raw_kept.data(), 3, want_kept.data()).ok());
   EXPECT_TRUE(SameBits(fused_kept, want_kept));
+}
+
+// Context-copy drafts and prefix reuse through the engine change no token: prompts that repeat a
+// run of ids (so the context repeats n-grams and copies are proposed), greedy and sampled, run
+// plain (draft: false, no cache), with copies alone, with copies beside a drafter, and again on a
+// verifier whose prefix cache resumes them; every completion is the plain one.
+TEST_P(TargetVerifierTest, ContextCopyAndPrefixReuseChangeNoToken) {
+  std::mt19937 rng(71);
+  std::vector<engine::EngineRequest> requests;
+  for (int which = 0; which < 4; ++which) {
+    engine::EngineRequest r;
+    r.request_id = absl::StrCat("copy-", which);
+    const std::vector<uint32_t> run = Tokens(rng, 24 + 8 * which);
+    for (int i = 0; i < 3; ++i) r.prompt_ids.insert(r.prompt_ids.end(), run.begin(), run.end());
+    r.sampling.temperature = which % 2 == 0 ? 0.0f : 0.8f;
+    r.sampling.seed = 500 + which;
+    r.max_tokens = 60;
+    r.ignore_eos = true;
+    requests.push_back(r);
+  }
+  Completions plain;
+  for (engine::EngineRequest r : requests) {
+    r.draft = false;
+    const engine::StreamSummary s = Run(1, nullptr, {r})[0];
+    EXPECT_EQ(s.drafted, 0);
+    plain[r.prompt_ids] = s.completion_ids;
+  }
+  auto check = [&](const std::vector<engine::StreamSummary>& got, const std::string& how) {
+    int64_t copied = 0;
+    ASSERT_EQ(got.size(), requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      EXPECT_EQ(got[i].completion_ids, plain[requests[i].prompt_ids]) << how << ", request " << i;
+      EXPECT_LE(got[i].context_copy_accepted, got[i].context_copy_drafted);
+      EXPECT_LE(got[i].context_copy_drafted, got[i].drafted);
+      copied += got[i].context_copy_drafted;
+    }
+    EXPECT_GT(copied, 0) << how << ": no copy was verified";
+  };
+  check(Run(2, nullptr, requests), "copies alone");
+  OracleDrafter oracle(4, info_, taps_, &plain);
+  engine::InProcessDraftChannel channel(&oracle);
+  check(Run(4, &channel, requests), "copies beside a drafter");
+
+  auto cache = target::PrefixCache::Create(*model_, target::PrefixCacheOptions{64, 1 << 24});
+  ASSERT_TRUE(cache.ok());
+  TargetVerifierOptions options;
+  options.prefill_chunk_rows = 7;
+  options.prefix_cache = cache->get();
+  TargetVerifier cached(model_.get(), info_, options);
+  for (int pass = 0; pass < 2; ++pass) {
+    const auto got = testing::RunAll(cached, sampler_.get(), 2, nullptr, requests);
+    check(got, absl::StrCat("prefix cache, pass ", pass));
+    for (size_t i = 0; i < got.size(); ++i) {
+      const int64_t n = static_cast<int64_t>(requests[i].prompt_ids.size());
+      EXPECT_EQ(got[i].cached_prompt_tokens, pass == 0 ? 0 : (n - 1) / 64 * 64) << i;
+    }
+  }
+  EXPECT_EQ(cached.prefix_cache_use().blocks, (*cache)->stats().blocks);
+  EXPECT_GT(cached.prefix_cache_use().bytes, 0u);
+}
+
+// A drafting stream resumes only the cached blocks its drafter holds: those of prompts it
+// answered, on its link epoch. The first drafting stream after an undrafted run of the prompt, or
+// after a drafter restart, prefills it again; one whose drafter lost the rows (this oracle keeps
+// none) decodes undrafted and makes the next one prefill them again. Tokens never change.
+TEST_P(TargetVerifierTest, ADrafterThatLacksAResumedPrefixIsGivenItByTheNextStream) {
+  std::mt19937 rng(73);
+  engine::EngineRequest r;
+  r.request_id = "given";
+  r.prompt_ids = Tokens(rng, 150);
+  r.max_tokens = 24;
+  r.ignore_eos = true;
+  r.context_copy = false;  // only the drafter's drafts
+  engine::EngineRequest off = r;
+  off.draft = false;
+  Completions plain;
+  plain[r.prompt_ids] = Run(1, nullptr, {off})[0].completion_ids;
+  OracleDrafter oracle(4, info_, taps_, &plain);
+  engine::InProcessDraftChannel channel(&oracle);
+  auto cache = target::PrefixCache::Create(*model_, target::PrefixCacheOptions{64, 1 << 24});
+  ASSERT_TRUE(cache.ok());
+  TargetVerifierOptions options;
+  options.prefix_cache = cache->get();
+  TargetVerifier cached(model_.get(), info_, options);
+  struct Step {
+    bool restart_drafter;
+    bool draft;
+    int cached_prompt_tokens;
+    bool degraded;
+  };
+  const Step steps[] = {
+      {false, false, 0, false},    // caches two blocks, held by no drafter
+      {false, true, 0, false},     // prefills them again; the drafter answers, so holds them
+      {false, true, 128, true},    // resumes them; the drafter lacks them after all
+      {false, true, 0, false},     // forgotten for the drafter: prefilled and given again
+      {false, false, 128, false},  // an undrafted stream resumes whatever is cached
+      {true, true, 0, false},      // the restarted drafter holds nothing
+      {false, true, 128, true},    // it answered the last one: resumed, and this oracle refuses
+  };
+  for (size_t i = 0; i < std::size(steps); ++i) {
+    if (steps[i].restart_drafter) channel.Restart();
+    const engine::StreamSummary s =
+        testing::RunAll(cached, sampler_.get(), 1, &channel, {steps[i].draft ? r : off})[0];
+    EXPECT_EQ(s.completion_ids, plain[r.prompt_ids]) << "step " << i;
+    EXPECT_EQ(s.cached_prompt_tokens, steps[i].cached_prompt_tokens) << "step " << i;
+    EXPECT_EQ(s.draft_degraded, steps[i].degraded) << "step " << i;
+    EXPECT_EQ(s.drafted > 0, steps[i].draft && !steps[i].degraded) << "step " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, TargetVerifierTest,

@@ -78,7 +78,8 @@ inline engine::EngineRequest MixedRequest(int which, int vocab_size) {
 using Completions = std::map<std::vector<uint32_t>, std::vector<uint32_t>>;
 
 // Proposes the plain completion of its prompt (known in advance), every third proposal wrong.
-// Not thread-safe, like every DraftSession.
+// It keeps no prompt-prefix cache: a prompt whose first rows the target resumed is refused, as a
+// drafter that lost them refuses it. Not thread-safe, like every DraftSession.
 class OracleSession : public engine::DraftSession {
  public:
   OracleSession(const engine::DrafterInfo* info, const Completions* plain)
@@ -86,6 +87,9 @@ class OracleSession : public engine::DraftSession {
   absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt,
                                              const engine::TapRows& taps,
                                              uint32_t /*pending*/) override {
+    if (taps.first_row > 0) {
+      return absl::FailedPreconditionError("oracle: holds no cached prompt rows");
+    }
     ABSL_RETURN_IF_ERROR(CheckTaps(prompt.size(), taps));
     prompt_.assign(prompt.begin(), prompt.end());
     return Propose();

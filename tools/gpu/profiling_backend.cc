@@ -255,6 +255,11 @@ absl::Status ProfilingBackend::Attention(const cpu::AttentionShape& shape, const
     return inner_.Attention(shape, q, q_stride, positions, kv, num_keys, out, out_stride);
   });
 }
+absl::Status ProfilingBackend::KvCopy(const backend::KvCacheHandle& src, int64_t src_first,
+                                      backend::KvCacheHandle& dst, int64_t dst_first,
+                                      int64_t rows) {
+  return Timed("KvCopy", true, [&] { return inner_.KvCopy(src, src_first, dst, dst_first, rows); });
+}
 absl::Status ProfilingBackend::CausalConv1d(const float* x, int64_t rows, int64_t channels,
                                             const float* weight, int64_t kernel,
                                             const float* state_in, float* state_out, float* y) {

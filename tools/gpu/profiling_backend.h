@@ -97,6 +97,8 @@ class ProfilingBackend final : public backend::Backend {
   absl::Status Attention(const cpu::AttentionShape& shape, const float* q, int64_t q_stride,
                          absl::Span<const int64_t> positions, const backend::KvCacheHandle& kv,
                          int64_t num_keys, float* out, int64_t out_stride) override;
+  absl::Status KvCopy(const backend::KvCacheHandle& src, int64_t src_first,
+                      backend::KvCacheHandle& dst, int64_t dst_first, int64_t rows) override;
   absl::Status CausalConv1d(const float* x, int64_t rows, int64_t channels, const float* weight,
                             int64_t kernel, const float* state_in, float* state_out,
                             float* y) override;

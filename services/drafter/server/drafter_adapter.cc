@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "kernels/cpu/parallel.h"
 #include "services/device/device_backend.h"
+#include "services/drafter/draft_prefix_cache.h"
 #include "services/drafter/drafter.h"
 #include "services/engine/checkpoint_fingerprint.h"
 
@@ -19,31 +20,62 @@ namespace {
 
 class AdapterSession : public engine::DraftSession {
  public:
-  AdapterSession(const drafter::Drafter* drafter, std::unique_ptr<drafter::DraftStream> stream)
-      : drafter_(drafter), stream_(std::move(stream)) {}
+  // `cache` may be null (no prefix cache).
+  AdapterSession(const drafter::Drafter* drafter, drafter::DraftPrefixCache* cache,
+                 std::unique_ptr<drafter::DraftStream> stream)
+      : drafter_(drafter), cache_(cache), stream_(std::move(stream)) {}
 
   absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt_ids,
                                              const engine::TapRows& taps,
                                              uint32_t pending) override {
-    return AppendAndPropose(prompt_ids.size(), taps, pending);
+    const std::span<const uint32_t> prompt(prompt_ids.data(), prompt_ids.size());
+    const int64_t n = static_cast<int64_t>(prompt_ids.size());
+    if (taps.first_row < 0 || taps.first_row + taps.rows != n) {
+      return absl::InvalidArgumentError(absl::StrCat("drafter: tap rows [", taps.first_row, ", ",
+                                                     taps.first_row + taps.rows, ") for ", n,
+                                                     " prompt ids"));
+    }
+    if (cache_ != nullptr) {
+      ABSL_ASSIGN_OR_RETURN(resumed_, cache_->Resume(*stream_, prompt));
+    }
+    if (resumed_ < taps.first_row) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "drafter: the target resumed ", taps.first_row,
+          " prompt rows from its prefix cache but this drafter's cache holds ", resumed_,
+          " of them (give it a --prefix-cache-mb that holds at least the target's rows); the "
+          "stream decodes without drafts"));
+    }
+    // Rows the drafter resumed beyond the target's need no taps.
+    const int64_t skip = resumed_ - taps.first_row;
+    engine::TapRows rest = taps;
+    rest.rows = taps.rows - skip;
+    rest.data = taps.data.subspan(static_cast<size_t>(skip * taps.width));
+    ABSL_RETURN_IF_ERROR(Append(rest));
+    if (cache_ != nullptr) ABSL_RETURN_IF_ERROR(cache_->Store(*stream_, prompt));
+    return Propose(pending);
   }
   absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
                                                const engine::TapRows& taps,
                                                uint32_t pending) override {
-    return AppendAndPropose(ids.size(), taps, pending);
+    if (taps.rows != static_cast<int64_t>(ids.size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("drafter: ", taps.rows, " tap rows for ", ids.size(), " ids"));
+    }
+    ABSL_RETURN_IF_ERROR(Append(taps));
+    return Propose(pending);
   }
 
+  int64_t resumed_rows() const override { return resumed_; }
+
  private:
-  absl::StatusOr<std::vector<uint32_t>> AppendAndPropose(size_t ids, const engine::TapRows& taps,
-                                                         uint32_t pending) {
-    if (taps.rows != static_cast<int64_t>(ids)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("drafter: ", taps.rows, " tap rows for ", ids, " ids"));
-    }
+  absl::Status Append(const engine::TapRows& taps) {
     // Fused rows arrive already through fc + hidden_norm (the target applied them).
-    ABSL_RETURN_IF_ERROR(drafter_->AppendTaps(
+    return drafter_->AppendTaps(
         *stream_, taps.fused ? drafter::TapForm::kFused : drafter::TapForm::kRaw,
-        std::span<const float>(taps.data.data(), taps.data.size()), taps.rows));
+        std::span<const float>(taps.data.data(), taps.data.size()), taps.rows);
+  }
+
+  absl::StatusOr<std::vector<uint32_t>> Propose(uint32_t pending) {
     drafter::ProposeOptions options;  // greedy, the checkpoint's block size
     ABSL_ASSIGN_OR_RETURN(drafter::Proposal proposal,
                           drafter_->Propose(*stream_, static_cast<int32_t>(pending), options));
@@ -51,28 +83,38 @@ class AdapterSession : public engine::DraftSession {
   }
 
   const drafter::Drafter* drafter_;
+  drafter::DraftPrefixCache* cache_;
   std::unique_ptr<drafter::DraftStream> stream_;
+  int64_t resumed_ = 0;
 };
 
 class DrafterAdapter : public engine::DraftModel {
  public:
   DrafterAdapter(std::unique_ptr<cpu::ThreadPool> pool, std::unique_ptr<backend::Backend> backend,
-                 std::unique_ptr<drafter::Drafter> drafter, engine::DrafterInfo info)
+                 std::unique_ptr<drafter::Drafter> drafter,
+                 std::unique_ptr<drafter::DraftPrefixCache> cache, engine::DrafterInfo info)
       : pool_(std::move(pool)),
         backend_(std::move(backend)),
         drafter_(std::move(drafter)),
+        cache_(std::move(cache)),
         info_(std::move(info)) {}
 
   const engine::DrafterInfo& info() const override { return info_; }
   absl::StatusOr<std::unique_ptr<engine::DraftSession>> NewSession() const override {
     ABSL_ASSIGN_OR_RETURN(std::unique_ptr<drafter::DraftStream> stream, drafter_->NewStream());
-    return std::make_unique<AdapterSession>(drafter_.get(), std::move(stream));
+    return std::make_unique<AdapterSession>(drafter_.get(), cache_.get(), std::move(stream));
+  }
+  engine::PrefixCacheUse prefix_cache_use() const override {
+    if (cache_ == nullptr) return {};
+    const prefix::PrefixTreeStats stats = cache_->stats();
+    return engine::PrefixCacheUse{stats.bytes, stats.blocks};
   }
 
  private:
   std::unique_ptr<cpu::ThreadPool> pool_;      // before drafter_: outlives it
   std::unique_ptr<backend::Backend> backend_;  // a device backend (null on the CPU), likewise
   std::unique_ptr<drafter::Drafter> drafter_;
+  std::unique_ptr<drafter::DraftPrefixCache> cache_;  // after drafter_: its blocks go first
   engine::DrafterInfo info_;
 };
 
@@ -141,13 +183,21 @@ absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
   ABSL_ASSIGN_OR_RETURN(info.drafter_fingerprint, engine::CheckpointFingerprint(o.drafter_dir));
   info.max_streams = o.max_streams;
   info.max_context = o.context;
-  return std::unique_ptr<engine::DraftModel>(
-      new DrafterAdapter(std::move(pool), std::move(backend), std::move(d), std::move(info)));
+  std::unique_ptr<drafter::DraftPrefixCache> cache;
+  if (o.prefix_cache_bytes > 0) {
+    ABSL_ASSIGN_OR_RETURN(cache, drafter::DraftPrefixCache::Create(
+                                     d->model(), prefix::PrefixTreeOptions{
+                                                     o.prefix_block_tokens,
+                                                     static_cast<size_t>(o.prefix_cache_bytes)}));
+  }
+  return std::unique_ptr<engine::DraftModel>(new DrafterAdapter(
+      std::move(pool), std::move(backend), std::move(d), std::move(cache), std::move(info)));
 }
 
 absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenInProcessDrafter(
     const std::string& drafter_dir, const std::string& target_dir, const std::string& head_variant,
-    int64_t context, int threads, const std::string& device) {
+    int64_t context, int threads, const std::string& device, int64_t prefix_cache_bytes,
+    int64_t prefix_block_tokens) {
   DrafterAdapterOptions o;
   o.drafter_dir = drafter_dir;
   o.target_dir = target_dir;
@@ -155,6 +205,8 @@ absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenInProcessDrafter(
   o.context = context;
   o.threads = threads;
   o.device = device;
+  o.prefix_cache_bytes = prefix_cache_bytes;
+  o.prefix_block_tokens = prefix_block_tokens;
   return OpenDrafterAdapter(o);
 }
 

@@ -21,6 +21,10 @@ struct DrafterAdapterOptions {
   int drafter_bits = 16;  // 16: linears as stored; 4: dense linears quantized to Q4 at load
   // --device: cpu (over `threads` threads) or cuda:N (the CUDA backend on visible device N).
   std::string device = "cpu";
+  // The prompt-prefix cache (--prefix-cache-mb, --prefix-block-tokens): recent prompts' context
+  // K/V, so a stream the target resumed from its own cache resumes here too. 0 bytes: none.
+  int64_t prefix_cache_bytes = 0;
+  int64_t prefix_block_tokens = 256;
 };
 
 // Opens the drafter and the target views on o.device. On a GPU it drafts one block at once, so a
@@ -34,7 +38,8 @@ absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
 // The target stack's hook for single-process mode (signature of serving::DraftModelOpener).
 absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenInProcessDrafter(
     const std::string& drafter_dir, const std::string& target_dir, const std::string& head_variant,
-    int64_t context, int threads, const std::string& device);
+    int64_t context, int threads, const std::string& device, int64_t prefix_cache_bytes,
+    int64_t prefix_block_tokens);
 
 }  // namespace twinspan::serving
 

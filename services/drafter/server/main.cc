@@ -19,6 +19,7 @@ int Run(int argc, char** argv) {
   twinspan::serving::DrafterAdapterOptions o;
   std::string listen = "127.0.0.1:50052", metrics_listen = "127.0.0.1:0", log_level = "info";
   int max_message_mb = 64;
+  int64_t prefix_cache_mb = 1024;
   double drain_seconds = 5;
   app.add_option("--model", o.drafter_dir, "Drafter checkpoint folder")->required();
   app.add_option("--target-model", o.target_dir,
@@ -35,12 +36,19 @@ int Run(int argc, char** argv) {
   app.add_option("--drafter-bits", o.drafter_bits,
                  "16: linears as stored; 4: dense linears quantized to Q4 at load");
   app.add_option("--max-streams", o.max_streams, "Open streams per target connection");
+  app.add_option("--prefix-cache-mb", prefix_cache_mb,
+                 "Prompt-prefix cache of context K/V, MiB (0: none); must hold at least the "
+                 "prompt rows its targets' caches hold")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--prefix-block-tokens", o.prefix_block_tokens,
+                 "Prefix cache granularity in tokens (the targets' --prefix-block-tokens)");
   app.add_option("--max-message-mb", max_message_mb, "gRPC message size limit");
   app.add_option("--drain-seconds", drain_seconds, "Grace period on SIGTERM");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   twinspan::security::SecurityFlags security_flags;
   twinspan::security::AddSecurityFlags(app, security_flags, {});
   CLI11_PARSE(app, argc, argv);
+  o.prefix_cache_bytes = prefix_cache_mb << 20;
   twinspan::rpc::SetUpLogging("drafter", log_level);
   twinspan::rpc::BlockTerminationSignals();
   auto security = twinspan::security::OpenSecurity(security_flags);
@@ -55,9 +63,11 @@ int Run(int argc, char** argv) {
     return 1;
   }
   const auto& info = (*model)->info();
-  spdlog::info("drafter: {} over {}: head {}, block {}, taps from layers [{}], device {}",
-               o.drafter_dir, o.target_dir, info.head_variant, info.block_size,
-               fmt::join(info.target_layer_ids, ","), o.device);
+  spdlog::info(
+      "drafter: {} over {}: head {}, block {}, taps from layers [{}], device {}, prefix cache {} "
+      "MiB in blocks of {} tokens",
+      o.drafter_dir, o.target_dir, info.head_variant, info.block_size,
+      fmt::join(info.target_layer_ids, ","), o.device, prefix_cache_mb, o.prefix_block_tokens);
   auto registry = std::make_shared<prometheus::Registry>();
   twinspan::metrics::ServingMetrics metrics(registry, "drafter");
   auto http = twinspan::metrics::MetricsHttp::Start(metrics_listen, registry);

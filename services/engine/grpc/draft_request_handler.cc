@@ -123,19 +123,32 @@ void DraftRequestHandler::Open(const v1::Open& open) {
                                                            "(limit ",
                                                            options_.max_streams, ")")));
   }
+  if (open.taps_first_row() > static_cast<uint32_t>(open.prompt_ids_size())) {
+    return Error(id, 1,
+                 absl::InvalidArgumentError(absl::StrCat("drafter: taps from prompt row ",
+                                                         open.taps_first_row(), " of ",
+                                                         open.prompt_ids_size())),
+                 open.request_id());
+  }
   absl::StatusOr<engine::TapRows> taps =
-      Taps(open.tap_form(), open.prompt_taps(), open.prompt_ids_size());
+      Taps(open.tap_form(), open.prompt_taps(), open.prompt_ids_size() - open.taps_first_row());
   if (!taps.ok()) return Error(id, 1, taps.status(), open.request_id());
+  taps->first_row = open.taps_first_row();
   absl::StatusOr<std::unique_ptr<engine::DraftSession>> session = model_->NewSession();
   if (!session.ok()) return Error(id, 1, session.status(), open.request_id());
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<uint32_t>> ids =
       (*session)->Open(open.prompt_ids(), *taps, open.pending());
   if (!ids.ok()) return Error(id, 1, ids.status(), open.request_id());
+  if (metrics_ != nullptr) {
+    metrics_->RecordPrefixLookup("drafter", (*session)->resumed_rows());
+    metrics_->SetPrefixCacheBytes("drafter", model_->prefix_cache_use().bytes);
+  }
+  const int64_t resumed = (*session)->resumed_rows();
   sessions_[id] = Stream{*std::move(session), 0, open.request_id()};
   AddOpen(1);
-  spdlog::info("[{}] drafter: stream {} opened ({} prompt rows)", open.request_id(), id,
-               open.prompt_ids_size());
+  spdlog::info("[{}] drafter: stream {} opened ({} prompt rows, {} resumed from its cache)",
+               open.request_id(), id, open.prompt_ids_size(), resumed);
   Propose(id, 1, *ids, start);
 }
 

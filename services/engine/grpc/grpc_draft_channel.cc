@@ -369,6 +369,7 @@ absl::Status GrpcDraftChannel::Open(const engine::DraftOpen& open) {
   o->set_stream_id(open.stream_id);
   o->set_request_id(open.request_id);
   o->mutable_prompt_ids()->Add(open.prompt_ids.begin(), open.prompt_ids.end());
+  o->set_taps_first_row(static_cast<uint32_t>(open.prompt_taps.first_row));
   ABSL_RETURN_IF_ERROR(PutTaps(open.prompt_taps, o->mutable_prompt_taps()));
   o->set_tap_form(options_.fusion != nullptr ? v1::TAP_FORM_FUSED : v1::TAP_FORM_RAW);
   o->set_pending(open.pending);

@@ -163,6 +163,7 @@ absl::StatusOr<engine::EngineRequest> ParseGenerateRequest(const v1::GenerateReq
   r.stop_token_ids.assign(p.stop_token_ids().begin(), p.stop_token_ids().end());
   r.ignore_eos = p.ignore_eos();
   r.draft = !p.has_draft() || p.draft().value();
+  r.context_copy = !p.has_context_copy() || p.context_copy().value();
   r.deadline = call.deadline;
   return r;
 }

@@ -122,6 +122,9 @@ class ReplySink : public engine::StreamSink {
                                        summary->tokens_per_round.end());
     f->set_served_by(served_by_);
     f->set_draft_degraded(summary->draft_degraded);
+    f->set_cached_prompt_tokens(static_cast<uint32_t>(summary->cached_prompt_tokens));
+    f->set_context_copy_drafted(static_cast<uint64_t>(summary->context_copy_drafted));
+    f->set_context_copy_accepted(static_cast<uint64_t>(summary->context_copy_accepted));
     v1::Timings* t = f->mutable_timings();
     t->set_queue_seconds(summary->queue_seconds);
     t->set_prefill_seconds(summary->prefill_seconds);

@@ -25,6 +25,16 @@ void AddTargetFlags(CLI::App& app, TargetFlags& f, bool with_grpc_drafter) {
   app.add_option("--parallel", o.parallel, "Live streams per round");
   app.add_option("--context", o.context, "Positions per stream (prompt + completion)");
   app.add_option("--threads", o.threads, "CPU threads (0: all)");
+  app.add_option("--prefix-cache-mb", o.prefix_cache_mb,
+                 "Prompt-prefix cache on the model's device, MiB (0: none); the in-process "
+                 "drafter keeps one of the same size");
+  app.add_option("--prefix-block-tokens", o.prefix_block_tokens,
+                 "Prefix cache granularity in tokens (a multiple of 64)");
+  app.add_option("--context-copy-ngram", o.context_copy_ngram,
+                 "Context-copy drafts: tokens of context that must repeat before a copy is "
+                 "proposed (0: no copies)");
+  app.add_option("--context-copy-max-tokens", o.context_copy_max_tokens,
+                 "Longest context-copy draft");
   app.add_option("--draft-timeout-ms", f.draft_timeout_ms, "Per-round wait for proposals");
   app.add_option("--draft-window", o.draft_window,
                  "Proposals a round verifies: all, adaptive (per stream, from its recent "

@@ -15,6 +15,7 @@
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/tap_fuser.h"
 #include "services/structured/grammar_constraint.h"
+#include "services/target/prefix_cache.h"
 #include "services/target/server/keyed_token_sampler.h"
 #include "services/target/server/target_verifier.h"
 #include "services/target/server/tokenizer_codec.h"
@@ -29,6 +30,7 @@ struct TargetStack::Parts {
   std::unique_ptr<backend::Backend> backend;  // The model's; after the pool, before the model.
   std::unique_ptr<device::LogitsSampler> logits_sampler;  // null on the CPU
   std::unique_ptr<target::TargetModel> model;
+  std::unique_ptr<target::PrefixCache> prefix_cache;  // of `model`; before the verifier
   std::unique_ptr<TokenizerCodec> codec;
   // On `backend`; before the channel and the verifier, which point at it.
   std::unique_ptr<engine::TapFuser> fuser;
@@ -52,6 +54,14 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   if (o.context < 2 || o.threads < 0 || o.prefill_chunk_rows < 1) {
     return absl::InvalidArgumentError("target: --context >= 2, --threads >= 0, chunk rows >= 1");
   }
+  if (o.prefix_cache_mb < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("target: --prefix-cache-mb ", o.prefix_cache_mb, " is negative"));
+  }
+  const int64_t prefix_cache_bytes = o.prefix_cache_mb << 20;
+  const target::PrefixCacheOptions prefix_options{o.prefix_block_tokens,
+                                                  static_cast<size_t>(prefix_cache_bytes)};
+  ABSL_RETURN_IF_ERROR(prefix_options.Validate());
   ABSL_ASSIGN_OR_RETURN(const device::DeviceSpec device,
                         device::DeviceSpec::Parse(o.device, "--device"));
   // A CPU verify pays for each row; on a GPU extra rows cost little (docs/perf.md).
@@ -80,6 +90,9 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   topt.context = o.context;
   topt.drafter_configured = !o.drafter_address.empty() || !o.drafter_model_dir.empty();
   ABSL_ASSIGN_OR_RETURN(p.model, target::OpenTargetModel(o.model_dir, topt));
+  if (prefix_cache_bytes > 0) {
+    ABSL_ASSIGN_OR_RETURN(p.prefix_cache, target::PrefixCache::Create(*p.model, prefix_options));
+  }
   ABSL_ASSIGN_OR_RETURN(p.codec, TokenizerCodec::Open(o.model_dir));
   if (p.codec->tokenizer().vocab_size() > p.model->config().vocab_size) {
     // Ids past the embedding would be refused in every request that produced them.
@@ -105,6 +118,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   TargetVerifierOptions vopt;
   vopt.prefill_chunk_rows = o.prefill_chunk_rows;
   vopt.sampler = p.logits_sampler.get();
+  vopt.prefix_cache = p.prefix_cache.get();
   p.sampler = MakeKeyedTokenSampler();
 
   engine::DraftChannel* channel = nullptr;
@@ -114,9 +128,10 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
     }
     // The drafter holds the stream's committed rows plus one block of scratch.
     constexpr int64_t kBlockRoom = 16;
-    ABSL_ASSIGN_OR_RETURN(p.draft_model,
-                          open_drafter(o.drafter_model_dir, o.model_dir, o.head_variant,
-                                       o.context + kBlockRoom, threads, drafter_device));
+    ABSL_ASSIGN_OR_RETURN(
+        p.draft_model,
+        open_drafter(o.drafter_model_dir, o.model_dir, o.head_variant, o.context + kBlockRoom,
+                     threads, drafter_device, prefix_cache_bytes, o.prefix_block_tokens));
     const engine::DrafterInfo& d = p.draft_model->info();
     if (d.vocab_size != info.vocab_size || d.tokenizer_sha256 != p.codec->sha256() ||
         d.target_fingerprint != fingerprint) {
@@ -164,6 +179,8 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   eopt.draft_timeout = o.draft_timeout;
   eopt.draft_window = draft_window;
   eopt.name = o.name;
+  eopt.context_copy_ngram = o.context_copy_ngram;
+  eopt.context_copy_max_tokens = o.context_copy_max_tokens;
   ABSL_ASSIGN_OR_RETURN(
       stack->engine_,
       engine::LaneEngine::Start(eopt, p.verifier.get(), p.sampler.get(), channel, metrics));
@@ -186,10 +203,10 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
       std::make_unique<TargetBackend>(stack->engine_.get(), p.codec.get(), bopt, p.grammar.get());
   spdlog::info(
       "{}: {} ({}), vocab {}, context {}, parallel {}, threads {}, backend {}, sampling on {}, "
-      "draft window {}, drafter {}",
+      "draft window {}, prefix cache {} MiB in blocks of {} tokens, drafter {}",
       o.name, o.model_dir, config.model_type, info.vocab_size, o.context, o.parallel, threads,
       p.backend->name(), p.logits_sampler != nullptr ? p.backend->name() : "the host",
-      engine::DraftWindowName(draft_window),
+      engine::DraftWindowName(draft_window), o.prefix_cache_mb, o.prefix_block_tokens,
       !o.drafter_address.empty()     ? o.drafter_address
       : !o.drafter_model_dir.empty() ? absl::StrCat("in-process on ", drafter_device)
                                      : std::string("none"));

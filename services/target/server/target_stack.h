@@ -28,6 +28,12 @@ struct TargetStackOptions {
   int parallel = 4;        // live streams per round
   int threads = 0;         // CPU threads; 0: hardware concurrency
   int64_t prefill_chunk_rows = 256;
+  // --prefix-cache-mb / --prefix-block-tokens: recent prompts' caches kept by blocks of tokens
+  // (0 MiB: none); the in-process drafter keeps its context the same way, in as many MiB.
+  int64_t prefix_cache_mb = 1024;
+  int64_t prefix_block_tokens = 256;
+  int context_copy_ngram = 8;        // --context-copy-ngram (0: no context-copy drafts)
+  int context_copy_max_tokens = 15;  // --context-copy-max-tokens
   // --device: "cpu", or "cuda:N" (the CUDA backend on visible device N; the router's placement
   // makes a worker's one GPU cuda:0). On a GPU the logits stay there and every row is sampled
   // there; the tap rows leave it only as the drafter needs them.
@@ -58,7 +64,8 @@ struct TargetStackOptions {
 // is linked (single-process mode). Null means the binary was built without it.
 using DraftModelOpener = absl::StatusOr<std::unique_ptr<engine::DraftModel>> (*)(
     const std::string& drafter_dir, const std::string& target_dir, const std::string& head_variant,
-    int64_t context, int threads, const std::string& device);
+    int64_t context, int threads, const std::string& device, int64_t prefix_cache_bytes,
+    int64_t prefix_block_tokens);
 
 // Owns the parts; destroy before the server that serves `backend()` is gone.
 class TargetStack {

@@ -124,6 +124,8 @@ absl::Status TargetVerifier::Sequence::Prefill(absl::Span<const uint32_t> prompt
   popt.chunk_rows = o.prefill_chunk_rows;
   popt.tap_layer_ids = taps;
   popt.keep_going = control.keep_going;
+  popt.prefix_cache = o.prefix_cache;
+  popt.prefix_drafter_epoch = control.drafter_epoch;
   std::unique_ptr<backend::Buffer> logits, staged, fused;
   if (sample) {
     ABSL_ASSIGN_OR_RETURN(logits, be.AllocateFloats(vocab));
@@ -132,6 +134,7 @@ absl::Status TargetVerifier::Sequence::Prefill(absl::Span<const uint32_t> prompt
   out->taps.clear();
   const int64_t fused_width = fuse ? o.fuser->fused_width() : 0;
   if (fuse) {  // Each chunk's taps are fused where they are; only fused rows come down.
+    // A forward may also end at a prefix-cache block boundary, never past the chunk.
     const int64_t chunk =
         std::min<int64_t>(o.prefill_chunk_rows, static_cast<int64_t>(prompt.size()));
     ABSL_ASSIGN_OR_RETURN(staged, be.AllocateFloats(chunk * o.fuser->raw_width()));
@@ -146,6 +149,8 @@ absl::Status TargetVerifier::Sequence::Prefill(absl::Span<const uint32_t> prompt
   }
   ABSL_ASSIGN_OR_RETURN(target::ForwardResult result,
                         target::Prefill(model, *state_, tokens, popt));
+  if (fuse) out->taps.resize(result.rows * fused_width);  // Rows resumed from the cache have none.
+  out->first_row = result.first_position;
   out->rows = result.rows;
   out->logits = std::move(result.logits);
   out->tokens.clear();
@@ -192,6 +197,24 @@ absl::Status TargetVerifier::Sequence::ReadTaps(int64_t rows, std::vector<float>
 TargetVerifier::TargetVerifier(const target::TargetModel* model, engine::VerifierInfo info,
                                const TargetVerifierOptions& options)
     : model_(model), info_(std::move(info)), options_(options) {}
+
+engine::PrefixCacheUse TargetVerifier::prefix_cache_use() const {
+  absl::MutexLock lock(&mu_);
+  if (options_.prefix_cache == nullptr) return {};
+  const target::PrefixCacheStats stats = options_.prefix_cache->stats();
+  return engine::PrefixCacheUse{stats.bytes, stats.blocks};
+}
+
+void TargetVerifier::GaveDrafterPrefix(absl::Span<const uint32_t> prompt,
+                                       uint64_t drafter_epoch) const {
+  absl::MutexLock lock(&mu_);
+  if (options_.prefix_cache != nullptr) options_.prefix_cache->Mark(ToInt32(prompt), drafter_epoch);
+}
+
+void TargetVerifier::ForgetDrafterPrefix(absl::Span<const uint32_t> prompt) const {
+  absl::MutexLock lock(&mu_);
+  if (options_.prefix_cache != nullptr) options_.prefix_cache->Unmark(ToInt32(prompt));
+}
 
 absl::StatusOr<std::unique_ptr<engine::VerifierSequence>> TargetVerifier::NewSequence() const {
   absl::MutexLock lock(&mu_);

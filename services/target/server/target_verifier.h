@@ -26,6 +26,9 @@ struct TargetVerifierOptions {
   // streams must then ask for its target_layer_ids. Null: raw rows. Not owned; on the model's
   // backend.
   const engine::TapFuser* fuser = nullptr;
+  // Prompts resume after their longest cached prefix and leave their blocks in it. Not owned; of
+  // `model`; used only under the verifier's lock. Null: every prompt prefills from its start.
+  target::PrefixCache* prefix_cache = nullptr;
 };
 
 // Thread-safe: calls run one at a time under the verifier's lock, which also covers its own use of
@@ -41,6 +44,9 @@ class TargetVerifier : public engine::VerifierModel {
 
   const engine::VerifierInfo& info() const override { return info_; }
   absl::StatusOr<std::unique_ptr<engine::VerifierSequence>> NewSequence() const override;
+  engine::PrefixCacheUse prefix_cache_use() const override;
+  void GaveDrafterPrefix(absl::Span<const uint32_t> prompt, uint64_t drafter_epoch) const override;
+  void ForgetDrafterPrefix(absl::Span<const uint32_t> prompt) const override;
   // Every job that passes TargetModel::CheckForward (and, when sampled, SamplingParams::Validate)
   // runs in one TargetModel::ForwardBatch and, with a sampler, one Sample over all their rows; a
   // job that fails its checks (or whose sequence this verifier did not make: InvalidArgument)

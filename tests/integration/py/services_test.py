@@ -365,6 +365,9 @@ class ServicesTest(unittest.TestCase):
         self.assertGreater(full, 1.0, "the prefill is too short to tell a stop from its end")
         req.request_id = "long-prefill-deadline"
         req.sampling.max_tokens = 8
+        # Other ids: the same prompt would resume from the prefix cache instead of prefilling.
+        del req.prompt_ids.ids[:]
+        req.prompt_ids.ids.extend((i * 7919 + 1) % 500 for i in range(6000))
         start = time.time()
         with self.assertRaises(grpc.RpcError) as e:
             generate(stub, req, timeout=0.3)

@@ -34,6 +34,8 @@ class FakeBackendForBenchTests:
         self.repeat_bug = False  # every call differs from the one before
         self.fail_seeds = set()
         self.drafter_after = 0  # ModelInfo says drafter_connected from this many calls on
+        self.prefix_block = 16  # a prompt of ids resumes after blocks of this many ids seen before
+        self.seen_blocks = set()
         self.lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
@@ -45,8 +47,24 @@ class FakeBackendForBenchTests:
         return {"model_name": "fake", "max_context": 4096, "drafter_connected": connected}
 
     def prompt_tokens(self, prompt):
+        if prompt.ids is not None:
+            return len(prompt.ids)
         text = prompt.text if prompt.text is not None else repr(prompt.messages)
         return len(text) // 4
+
+    def tokenize(self, prompt):
+        return [ord(c) % 251 for c in prompt.text]
+
+    def resume(self, ids) -> int:
+        """Ids of whole blocks seen before (a prefix cache); remembers this prompt's blocks."""
+        b = self.prefix_block
+        with self.lock:
+            cached = 0
+            while cached + b < len(ids) and tuple(ids[:cached + b]) in self.seen_blocks:
+                cached += b
+            for end in range(b, len(ids) + 1, b):
+                self.seen_blocks.add(tuple(ids[:end]))
+        return cached
 
     def generate(self, req) -> GenResult:
         with self.lock:
@@ -57,6 +75,9 @@ class FakeBackendForBenchTests:
         try:
             result = GenResult(ok=True, seed=req.seed, t_send=time.perf_counter())
             time.sleep(self.delay_s * 5)  # everyone is in flight before anyone decides its ids
+            if req.prompt.ids is not None:  # prefill time: the ids not resumed from the cache
+                result.cached_prompt_tokens = self.resume(req.prompt.ids)
+                time.sleep(self.delay_s * (len(req.prompt.ids) - result.cached_prompt_tokens) / 8)
             if req.seed in self.fail_seeds:
                 result.ok, result.error = False, "UNAVAILABLE: planted failure"
                 result.t_end = time.perf_counter()
@@ -82,6 +103,8 @@ class FakeBackendForBenchTests:
             result.rounds = len(sizes) - 1
             result.accepted = sum(sizes[1:]) - result.rounds
             result.drafted = 3 * result.rounds if req.draft else 0
+            if req.context_copy is not False and req.draft:  # the first round's drafts are copies
+                result.copy_drafted, result.copy_accepted = 3, min(2, result.accepted)
             result.completion_tokens = len(ids)
             result.prompt_tokens = 7
             result.token_sha256 = sha(ids)

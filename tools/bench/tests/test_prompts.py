@@ -14,9 +14,9 @@ def write_lines(lines) -> str:
 
 
 class BuiltinPromptsTest(unittest.TestCase):
-    def test_code_and_chat_and_long_exist(self):
+    def test_code_and_chat_and_long_and_edit_exist(self):
         builtin = prompts.builtin_prompts()
-        self.assertEqual(sorted(builtin), ["chat", "code", "json", "long"])
+        self.assertEqual(sorted(builtin), ["chat", "code", "edit", "json", "long"])
         self.assertIsNotNone(builtin["code"].text)
         self.assertIsNotNone(builtin["chat"].messages)
         self.assertIsNone(builtin["chat"].json_schema)
@@ -24,6 +24,12 @@ class BuiltinPromptsTest(unittest.TestCase):
     def test_json_cell_carries_a_schema(self):
         schema = json.loads(prompts.builtin_prompts()["json"].json_schema)
         self.assertEqual(schema["required"], ["people"])
+
+    def test_edit_prompt_is_valid_python_that_starts_repeating_itself(self):
+        text = prompts.edit_code_prompt()
+        compile(text, "edit", "exec")
+        module, copy = text.split("combine_all is removed:\n")
+        self.assertTrue(module.startswith(copy))
 
     def test_long_prompt_is_deterministic_valid_python_of_several_thousand_tokens(self):
         text = prompts.long_code_prompt()

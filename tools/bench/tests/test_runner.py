@@ -193,6 +193,40 @@ class CommandLineTest(unittest.TestCase):
         self.assertEqual(code, 0)
         self.assertEqual(json.loads(out.splitlines()[0])["cell"], "chat/sampled/c2")
 
+    def test_context_copy_both_runs_each_cell_with_and_without(self):
+        backend = FakeBackendForBenchTests()
+        argv = ["--cells", "edit", "--modes", "greedy", "--levels", "1", "--tokens", "8",
+                "--reps", "1", "--warmup", "0", "--context-copy", "both", "--jsonl", "-"]
+        code, out, _ = run_main(argv, backend)
+        self.assertEqual(code, 0)
+        cells = [json.loads(line) for line in out.splitlines()]
+        self.assertEqual([c["cell"] for c in cells], ["edit/greedy/c1", "edit/greedy/c1/nocopy"])
+        self.assertEqual([c["context_copy"] for c in cells], [True, False])
+        self.assertEqual([c["copy_accepted"] for c in cells], [2, 0])
+        self.assertEqual(cells[0]["drafter_accepted"], cells[0]["accepted"] - 2)
+        self.assertEqual([r.context_copy for r in backend.calls], [True, False])
+        self.assertIn("combine_all is removed", backend.calls[0].prompt.text)
+
+    def test_prefix_cell_times_fresh_against_resumed_prompts(self):
+        backend = FakeBackendForBenchTests()
+        argv = ["--cells", "prefix", "--tokens", "4", "--reps", "2", "--prefix-tokens", "512",
+                "--prefix-suffix", "16", "--jsonl", self.path("p.jsonl")]
+        code, out, err = run_main(argv, backend)
+        self.assertEqual(code, 0, err)
+        record = json.loads(read(self.path("p.jsonl")))
+        self.assertEqual(record["cell"], "prefix/greedy/c1")
+        self.assertEqual((record["cached_prompt_tokens"], record["fresh_cached_prompt_tokens"]),
+                         (512, 0))
+        self.assertGreater(record["ttft_speedup"], 1.0)
+        self.assertEqual(record["exact"]["repeat"], {"equal": 1, "unequal": 0, "failed": 0})
+        # Warm-up, two fresh and two resumed prompts, the warm-up's prompt again.
+        self.assertEqual(len(backend.calls), 6)
+        self.assertEqual(backend.calls[0].prompt.ids, backend.calls[-1].prompt.ids)
+        self.assertIn("TTFT resumed ms", out)
+        code, _, err = run_main(argv + ["--prefix-tokens", "5000"], backend)
+        self.assertEqual(code, 2)
+        self.assertIn("max_context 4096", err)
+
     def test_bad_arguments_exit_2_before_connecting(self):
         def no_backend(args):
             raise AssertionError("must not connect")

@@ -9,8 +9,8 @@ import subprocess
 import sys
 import time
 
-from . import compare, exactness, prompts, report
-from .model import GREEDY, sampled
+from . import compare, exactness, prefix_ttft, prompts, report
+from .model import GREEDY, Prompt, sampled
 from .runner import RunOptions, Runner
 
 EXIT_OK, EXIT_INEXACT, EXIT_USAGE = 0, 1, 2
@@ -52,7 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default=os.environ.get("TWINSPAN_TARGET", "127.0.0.1:50051"),
                    help="host:port of twinspan-target or twinspan-router (default %(default)s)")
     p.add_argument("--cells", type=comma_list, default=None,
-                   help="built-in prompts: code, chat, long (default code,chat; none with --prompts)")
+                   help="built-in prompts: code, chat, long, edit (default code,chat; none with "
+                   "--prompts); 'prefix' adds the prefix-reuse cell (TTFT fresh against resumed)")
+    p.add_argument("--context-copy", choices=("default", "on", "off", "both"), default="default",
+                   help="context-copy drafts in the cells: the server's default, on, off, or both "
+                   "(each cell twice, the second labelled /nocopy)")
+    p.add_argument("--prefix-tokens", type=at_least(1), default=4096,
+                   help="prefix cell: tokens of the shared prompt prefix (default %(default)s)")
+    p.add_argument("--prefix-suffix", type=at_least(1), default=64,
+                   help="prefix cell: tokens of each new suffix (default %(default)s)")
     p.add_argument("--long-functions", type=at_least(1), default=80,
                    help="size of the 'long' prompt in synthetic functions of ~200 characters "
                    "(default %(default)s: about 16,000 characters)")
@@ -98,6 +106,7 @@ def select_prompts(args) -> list:
     """The prompts to run, built-in and from --prompts; raises ValueError on unknown names."""
     builtin = prompts.builtin_prompts(args.long_functions)
     names = args.cells if args.cells is not None else ([] if args.prompts else ["code", "chat"])
+    names = [n for n in names if n != "prefix"]  # not a prompt: its own cell
     unknown = [n for n in names if n not in builtin]
     if unknown:
         raise ValueError(f"--cells: unknown built-in prompt(s) {unknown}; have {sorted(builtin)}")
@@ -109,9 +118,25 @@ def select_prompts(args) -> list:
         if prompt.name in taken:
             raise ValueError(f"prompt name '{prompt.name}' is used twice (built-in and --prompts?)")
         taken.add(prompt.name)
-    if not chosen:
+    if not chosen and "prefix" not in (args.cells or []):
         raise ValueError("no prompts selected (--cells is empty and no --prompts)")
     return chosen
+
+
+COPY_MODES = {"default": (None,), "on": (True,), "off": (False,), "both": (True, False)}
+
+
+def prefix_source_ids(backend, args) -> list:
+    """Token ids of a synthetic module long enough for the prefix cell."""
+    need = args.prefix_tokens + args.prefix_suffix * (args.reps + 2) + args.reps + 1
+    functions = 80
+    while True:
+        ids = backend.tokenize(Prompt("prefix", "code", text=prompts.long_code_prompt(functions)))
+        if ids is None:
+            raise ValueError("prefix cell: the server has no Tokenize")
+        if len(ids) >= need or functions > 100000:
+            return ids
+        functions *= 2
 
 
 def select_modes(args) -> list:
@@ -192,11 +217,18 @@ def run_bench(args, backend, chosen, modes, out=sys.stdout, err=sys.stderr) -> i
     variants = [v for arg in (args.variant or []) for v in comma_list(arg)] or [""]
     options = RunOptions(tokens=args.tokens, reps=args.reps, warmup=args.warmup,
                          warmup_tokens=args.warmup_tokens, alone=args.alone, serial=args.serial,
-                         base_seed=args.seed, draft=not args.no_draft)
+                         base_seed=args.seed, draft=not args.no_draft,
+                         context_copy=COPY_MODES[args.context_copy])
     model_info = backend.model_info(args.connect_timeout)
     if args.require_drafter:
         model_info = wait_for_drafter(backend, model_info, args.connect_timeout)
     prompt_tokens = check_prompt_lengths(backend, chosen, args.tokens, model_info)
+    with_prefix = "prefix" in (args.cells or [])
+    max_context = int(model_info.get("max_context", 0))
+    if with_prefix and max_context and (args.prefix_tokens + args.prefix_suffix + args.tokens
+                                        > max_context):
+        raise ValueError(f"prefix cell: {args.prefix_tokens} + {args.prefix_suffix} prompt tokens "
+                         f"and --tokens {args.tokens} exceed the model's max_context {max_context}")
     meta = {
         "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S"),
         "argv": sys.argv[1:], "target": args.target, "model": model_info,
@@ -206,7 +238,8 @@ def run_bench(args, backend, chosen, modes, out=sys.stdout, err=sys.stderr) -> i
                     "levels": args.levels, "modes": args.modes, "temperature": args.temperature,
                     "top_k": 20, "top_p": 0.95, "seed": args.seed, "variants": variants,
                     "alone": args.alone, "serial": args.serial, "draft": not args.no_draft,
-                    "long_functions": args.long_functions},
+                    "long_functions": args.long_functions, "context_copy": args.context_copy,
+                    "prefix_tokens": args.prefix_tokens, "prefix_suffix": args.prefix_suffix},
         "prompt_tokens": prompt_tokens,
     }
     jsonl = None
@@ -227,6 +260,11 @@ def run_bench(args, backend, chosen, modes, out=sys.stdout, err=sys.stderr) -> i
         for prompt in chosen:
             for sampling in modes:
                 runner.run(prompt, sampling, args.levels, variants, on_cell)
+        if with_prefix:
+            log("cell prefix/greedy/c1")
+            on_cell(prefix_ttft.run_prefix_cell(backend, prefix_source_ids(backend, args),
+                                                args.prefix_tokens, args.prefix_suffix, args.reps,
+                                                args.tokens, log))
     finally:
         if jsonl is not None and jsonl is not out:
             jsonl.close()
@@ -240,7 +278,14 @@ def run_bench(args, backend, chosen, modes, out=sys.stdout, err=sys.stderr) -> i
     tot = report.totals(records)
     if not args.quiet:
         if args.jsonl != "-":
-            print(report.cells_table(records), file=out)
+            plain_cells = [r for r in records if r.get("kind") != "prefix"]
+            prefix_cells = [r for r in records if r.get("kind") == "prefix"]
+            if plain_cells:
+                print(report.cells_table(plain_cells), file=out)
+            if prefix_cells:
+                print(report.markdown_table(prefix_ttft.PREFIX_HEADER, [
+                    prefix_ttft.prefix_row(r, report.fmt, report.fmt_tally)
+                    for r in prefix_cells]), file=out)
         print("exactness (equal/unequal/failed): " + ", ".join(
             f"{c} {report.fmt_tally(tot[c])}" for c in exactness.CHECKS)
             + f"; failed requests {tot['failed_requests']}", file=err)

@@ -26,11 +26,15 @@ def build_request(pb2, req: GenRequest):
                                   ignore_eos=req.ignore_eos)
     sampling.seed.value = req.seed
     sampling.draft.value = req.draft
+    if req.context_copy is not None:
+        sampling.context_copy.value = req.context_copy
     message = pb2.GenerateRequest(sampling=sampling, head_variant=req.variant or "")
     if req.prompt.json_schema is not None:
         message.structured_output.json_schema = req.prompt.json_schema
     if req.prompt.text is not None:
         message.prompt = req.prompt.text
+    elif req.prompt.ids is not None:
+        message.prompt_ids.ids.extend(req.prompt.ids)
     else:
         message.chat.messages.extend(pb2.ChatMessage(role=r, content=c)
                                      for r, c in req.prompt.messages)
@@ -61,6 +65,9 @@ def read_stream(pb2, responses, req: GenRequest, result: GenResult) -> GenResult
     result.finish_reason = pb2.FinishReason.Name(final.finish_reason)
     result.round_tokens = list(final.tokens_per_round)
     result.draft_degraded = final.draft_degraded
+    result.cached_prompt_tokens = final.cached_prompt_tokens
+    result.copy_drafted = final.context_copy_drafted
+    result.copy_accepted = final.context_copy_accepted
     result.server = {"timings": json_format.MessageToDict(final.timings,
                                                           preserving_proto_field_name=True),
                      "served_by": final.served_by}
@@ -119,6 +126,13 @@ class GrpcBackend:
 
     def prompt_tokens(self, prompt) -> int:
         """The prompt's length in tokens by the server's Tokenize, or None where it has no Tokenize."""
+        if prompt.ids is not None:
+            return len(prompt.ids)
+        ids = self.tokenize(prompt)
+        return None if ids is None else len(ids)
+
+    def tokenize(self, prompt) -> list:
+        """The prompt's token ids by the server's Tokenize, or None where it has no Tokenize."""
         message = self.pb2.TokenizeRequest()
         if prompt.text is not None:
             message.text = prompt.text
@@ -126,7 +140,7 @@ class GrpcBackend:
             message.chat.messages.extend(self.pb2.ChatMessage(role=r, content=c)
                                          for r, c in prompt.messages)
         try:
-            return len(self.stub.Tokenize(message, timeout=self.timeout_s).ids)
+            return list(self.stub.Tokenize(message, timeout=self.timeout_s).ids)
         except grpc.RpcError as e:
             if e.code() == grpc.StatusCode.UNIMPLEMENTED:
                 return None

@@ -23,7 +23,8 @@ def fmt_change(value) -> str:
 
 
 def cell_key(cell: dict, with_variant: bool) -> tuple:
-    key = (cell["prompt"], cell["mode"], int(cell["level"]))
+    prompt = cell["prompt"] if cell.get("context_copy", True) else cell["prompt"] + "/nocopy"
+    key = (prompt, cell["mode"], int(cell["level"]))
     return key + (cell.get("variant", ""),) if with_variant else key
 
 

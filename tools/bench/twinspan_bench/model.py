@@ -6,17 +6,19 @@ from typing import Optional
 
 @dataclasses.dataclass(frozen=True)
 class Prompt:
-    """One prompt: raw text completed as is, or chat messages rendered by the server's template;
-    with `json_schema` the reply is structured output (ends at EOS, not ignore_eos) and must parse."""
+    """One prompt: raw text completed as is, chat messages rendered by the server's template, or
+    token ids used as they are; with `json_schema` the reply is structured output (ends at EOS, not
+    ignore_eos) and must parse."""
 
     name: str
     kind: str
     text: Optional[str] = None
     messages: Optional[tuple] = None  # tuple of (role, content)
     json_schema: Optional[str] = None  # JSON Schema text for structured_output
+    ids: Optional[tuple] = None  # token ids
 
     def __post_init__(self):
-        if (self.text is None) == (self.messages is None):
+        if sum(x is not None for x in (self.text, self.messages, self.ids)) != 1:
             raise ValueError(f"prompt '{self.name}': give exactly one of 'prompt' or 'messages'")
 
 
@@ -49,6 +51,7 @@ class GenRequest:
     draft: bool = True
     variant: Optional[str] = None  # None: the server's default head variant
     ignore_eos: bool = True  # False for structured output, which the grammar ends with EOS
+    context_copy: Optional[bool] = None  # None: the server's default (context-copy drafts on)
 
 
 @dataclasses.dataclass
@@ -72,6 +75,9 @@ class GenResult:
     finish_reason: str = ""
     round_tokens: list = dataclasses.field(default_factory=list)  # ids each verify round emitted
     draft_degraded: bool = False  # the server says its drafter failed or was late in some round
+    cached_prompt_tokens: int = 0  # prompt tokens the server resumed from its prefix cache
+    copy_drafted: int = 0  # of `drafted`, the context-copy drafts
+    copy_accepted: int = 0  # of `accepted`, the context-copy drafts
     server: dict = dataclasses.field(default_factory=dict)  # the server's own timings, as reported
 
 
@@ -83,7 +89,9 @@ class CellKey:
     mode: str
     level: int
     variant: str  # "" for the server's default
+    context_copy: bool = True  # False: the cell's requests turn context-copy drafts off
 
     def label(self) -> str:
         base = f"{self.prompt}/{self.mode}/c{self.level}"
-        return f"{base}/{self.variant}" if self.variant else base
+        base = f"{base}/{self.variant}" if self.variant else base
+        return base if self.context_copy else f"{base}/nocopy"

@@ -1,4 +1,4 @@
-"""Built-in prompts (code, chat, long) and the JSON-lines prompt file reader."""
+"""Built-in prompts (code, chat, long, edit) and the JSON-lines prompt file reader."""
 
 import json
 
@@ -85,15 +85,26 @@ def long_code_prompt(functions: int = 80) -> str:
     return "\n".join(lines) + "\n"
 
 
+def edit_code_prompt(functions: int = 24) -> str:
+    """Editing a long code file: a synthetic module, then the start of its edited copy, so the
+    completion repeats long runs of the prompt (what context-copy drafts propose)."""
+    module = long_code_prompt(functions)
+    head = "\n".join(module.splitlines()[:4])
+    return (module + "    return sum(values)\n\n\n"
+            "# The module above again, unchanged except that combine_all is removed:\n" + head + "\n")
+
+
 def builtin_prompts(long_functions: int = 80) -> dict:
     """The built-in prompts by name: 'code' and 'chat' (the default cells), 'long'
-    (`long_functions` synthetic functions, ~200 characters each) and 'json' (chat under a JSON
-    Schema: structured output with drafting on)."""
+    (`long_functions` synthetic functions, ~200 characters each), 'json' (chat under a JSON
+    Schema: structured output with drafting on) and 'edit' (a module of 24 such functions to be
+    repeated with an edit)."""
     return {
         "code": Prompt("code", "code", text=CODE_PROMPT),
         "chat": Prompt("chat", "chat", messages=CHAT_MESSAGES),
         "long": Prompt("long", "code", text=long_code_prompt(long_functions)),
         "json": Prompt("json", "json", messages=JSON_MESSAGES, json_schema=JSON_SCHEMA),
+        "edit": Prompt("edit", "code", text=edit_code_prompt()),
     }
 
 

@@ -18,8 +18,8 @@ def fmt_tally(tally: dict) -> str:
 
 
 TABLE_HEADER = ("cell", "tok/s/stream", "agg tok/s", "TTFT ms", "tok/round", "accept %",
-                "drafted", "accepted", "round gap ms", "alone =/≠/✗", "serial =/≠/✗",
-                "repeat =/≠/✗")
+                "drafted", "accepted", "of them copied", "round gap ms", "alone =/≠/✗",
+                "serial =/≠/✗", "repeat =/≠/✗")
 
 
 def table_row(r: dict) -> tuple:
@@ -27,7 +27,7 @@ def table_row(r: dict) -> tuple:
     return (r["cell"], fmt(r["decode_tok_s"]), fmt(r["aggregate_tok_s"]),
             fmt(r["ttft_s"], 1, 1e3), fmt(r["tokens_per_round"], 2),
             fmt(r["acceptance_rate"], 1, 100.0), str(r["drafted"]), str(r["accepted"]),
-            fmt(r["round_gap_s"], 2, 1e3), fmt_tally(e["alone"]), fmt_tally(e["serial"]),
+            str(r.get("copy_accepted", 0)), fmt(r["round_gap_s"], 2, 1e3), fmt_tally(e["alone"]), fmt_tally(e["serial"]),
             fmt_tally(e["repeat"]))
 
 

@@ -24,6 +24,9 @@ class RunOptions:
     serial: bool = False  # compare every solo run with draft: false
     base_seed: int = 1234  # stream i uses base_seed + i
     draft: bool = True  # False: the cells themselves run draft: false (the plain baseline)
+    # Context-copy settings to run each cell with: None leaves the server's default (on); True and
+    # False ask for it explicitly, so (True, False) measures with and without side by side.
+    context_copy: tuple = (None,)
 
 
 def run_together(backend, requests) -> list:
@@ -53,6 +56,8 @@ def evidence(key: CellKey, rep: int, stream: int, request: GenRequest, result: G
         "cell": key.label(), "rep": rep, "stream": stream, "seed": request.seed,
         "draft": request.draft, "ok": result.ok, "error": result.error,
         "token_sha256": result.token_sha256, "prompt_tokens": result.prompt_tokens,
+        "cached_prompt_tokens": result.cached_prompt_tokens,
+        "copy_drafted": result.copy_drafted, "copy_accepted": result.copy_accepted,
         "completion_tokens": result.completion_tokens, "drafted": result.drafted,
         "accepted": result.accepted, "rounds": result.rounds, "variant": result.variant,
         "finish_reason": result.finish_reason, "round_tokens": result.round_tokens,
@@ -72,12 +77,15 @@ class Runner:
         self.log = log
         self.references = []  # records of the solo and draft:false runs
 
-    def request(self, prompt, sampling, seed, variant, draft=None, tokens=None) -> GenRequest:
-        """A request; `draft` None means the cells' setting (RunOptions.draft)."""
+    def request(self, prompt, sampling, seed, variant, draft=None, tokens=None,
+                context_copy=None) -> GenRequest:
+        """A request; `draft` None means the cells' setting (RunOptions.draft); `context_copy`
+        None, the server's default."""
         return GenRequest(prompt=prompt, sampling=sampling,
                           max_tokens=tokens or self.options.tokens, seed=seed,
                           draft=self.options.draft if draft is None else draft,
-                          variant=variant or None, ignore_eos=prompt.json_schema is None)
+                          variant=variant or None, ignore_eos=prompt.json_schema is None,
+                          context_copy=context_copy)
 
     def reference_runs(self, prompt, sampling, variant: Optional[str], draft: bool, seeds) -> dict:
         """Each seed run alone, one after another; returns {seed: GenResult}."""
@@ -97,14 +105,17 @@ class Runner:
                          f"failed: {result.error}")
         return runs
 
-    def run_cell(self, key: CellKey, prompt, sampling, solo: dict, plain: dict) -> dict:
+    def run_cell(self, key: CellKey, prompt, sampling, solo: dict, plain: dict,
+                 context_copy=None) -> dict:
         """Warm-up, then `reps` rounds of `key.level` streams; returns the cell's record."""
         opts = self.options
         seeds = [opts.base_seed + i for i in range(key.level)]
         for _ in range(opts.warmup):
             run_together(self.backend, [self.request(prompt, sampling, s, key.variant,
-                                                     tokens=opts.warmup_tokens) for s in seeds])
-        requests = [self.request(prompt, sampling, s, key.variant) for s in seeds]
+                                                     tokens=opts.warmup_tokens,
+                                                     context_copy=context_copy) for s in seeds])
+        requests = [self.request(prompt, sampling, s, key.variant, context_copy=context_copy)
+                    for s in seeds]
         reps = [run_together(self.backend, requests) for _ in range(opts.reps)]
 
         ledger = exactness.Ledger()
@@ -124,6 +135,7 @@ class Runner:
         record = {
             "cell": key.label(), "prompt": key.prompt, "kind": prompt.kind, "mode": key.mode,
             "level": key.level, "variant": key.variant, "variants_seen": seen,
+            "context_copy": key.context_copy,
             "draft": opts.draft, "tokens": opts.tokens, "reps": opts.reps, **summary, "exact": ledger.as_dict(),
         }
         evid = [evidence(key, rep, stream, requests[stream], r)
@@ -141,6 +153,7 @@ class Runner:
             if self.options.alone or self.options.serial:
                 solo = self.reference_runs(prompt, sampling, variant, True, seeds)
             for level in levels:
-                key = CellKey(prompt.name, sampling.mode, level, variant or "")
-                self.log(f"cell {key.label()}")
-                on_cell(self.run_cell(key, prompt, sampling, solo, plain))
+                for copy in self.options.context_copy:
+                    key = CellKey(prompt.name, sampling.mode, level, variant or "", copy is not False)
+                    self.log(f"cell {key.label()}")
+                    on_cell(self.run_cell(key, prompt, sampling, solo, plain, copy))

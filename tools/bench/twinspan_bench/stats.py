@@ -83,6 +83,11 @@ def cell_summary(reps) -> dict:
         "acceptance_rate": accepted / drafted if drafted > 0 else None,
         "drafted": drafted,
         "accepted": accepted,
+        # Accepted tokens by draft source: the drafter's block and context copies.
+        "copy_drafted": sum(r.copy_drafted for r in ok),
+        "copy_accepted": sum(r.copy_accepted for r in ok),
+        "drafter_accepted": accepted - sum(r.copy_accepted for r in ok),
+        "cached_prompt_tokens": median(r.cached_prompt_tokens for r in ok),
         "rounds": rounds,
         "completion_tokens": sum(r.completion_tokens for r in ok),
         "prompt_tokens": median(r.prompt_tokens for r in ok),
