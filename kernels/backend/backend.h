@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "absl/status/status.h"
@@ -265,6 +266,11 @@ class Backend {
   virtual absl::Status SelectorWalk(const cpu::SelectorWalkInputs& inputs,
                                     const cpu::SelectorWalkOutputs& outputs,
                                     const cpu::SelectorWalkParams& params) = 0;
+  // Every score the walk could meet, [S, k, k] into `table` (cpu::SelectorScoreTable), for a
+  // tree of drafts built on the host. Memory as SelectorWalk's; uniforms and temperature unused.
+  virtual absl::Status SelectorScoreTable(const cpu::SelectorWalkInputs& inputs,
+                                          std::span<float> table,
+                                          const cpu::SelectorWalkParams& params) = 0;
 };
 
 }  // namespace twinspan::backend

@@ -135,6 +135,10 @@ class ForwardingBackend : public Backend {
                                  float* out) override {
     return inner_.GatedDeltaNetTree(qkv, g, beta, parents, dims, state, out);
   }
+  absl::Status SelectorScoreTable(const cpu::SelectorWalkInputs& inputs, std::span<float> table,
+                                  const cpu::SelectorWalkParams& params) override {
+    return inner_.SelectorScoreTable(inputs, table, params);
+  }
   absl::Status GatedRmsNorm(const float* x, const float* gate, int64_t groups, int64_t dim,
                             const float* weight, float eps, float* y) override {
     return inner_.GatedRmsNorm(x, gate, groups, dim, weight, eps, y);

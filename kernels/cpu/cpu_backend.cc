@@ -560,6 +560,26 @@ class CpuBackend final : public backend::Backend {
     return cpu::SelectorWalk(ctx_, in, out, p);
   }
 
+  absl::Status SelectorScoreTable(const SelectorWalkInputs& in, std::span<float> table,
+                                  const SelectorWalkParams& p) override {
+    const auto bytes = [](auto span) { return span.size() * sizeof(span[0]); };
+    const auto book = [](const CodebookView& c) {
+      return Packed(c.rows * c.rank, c.type == CodebookType::kBF16 ? 2 : kFloat);
+    };
+    ABSL_RETURN_IF_ERROR(CheckRange("SelectorScoreTable", "candidate_ids", in.candidate_ids.data(),
+                                    bytes(in.candidate_ids)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("SelectorScoreTable", "unary", in.unary.data(), bytes(in.unary)));
+    ABSL_RETURN_IF_ERROR(CheckRange("SelectorScoreTable", "hidden_projection",
+                                    in.hidden_projection.data(), bytes(in.hidden_projection)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("SelectorScoreTable", "predecessor", in.predecessor.data, book(in.predecessor)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("SelectorScoreTable", "successor", in.successor.data, book(in.successor)));
+    ABSL_RETURN_IF_ERROR(CheckRange("SelectorScoreTable", "table", table.data(), bytes(table)));
+    return cpu::SelectorScoreTable(ctx_, in, table, p);
+  }
+
  private:
   template <typename T>
   static std::span<T> Span(T* p, int64_t n) {

@@ -68,4 +68,45 @@ absl::Status SelectorWalk(const Context& ctx, const cpu::SelectorWalkInputs& inp
   return absl::OkStatus();
 }
 
+absl::Status SelectorScoreTable(const Context& ctx, const cpu::SelectorWalkInputs& inputs,
+                                std::span<float> table, const cpu::SelectorWalkParams& params) {
+  ABSL_RETURN_IF_ERROR(cpu::CheckSelectorWalkShape(params));
+  const int64_t s_count = params.slots, k = params.top_k, rank = params.rank;
+  if (k > sk::kThreads || sk::SharedBytes(k, rank) > sk::kMaxSharedBytes ||
+      s_count * k > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SelectorScoreTable: top_k = %d (at most %d) or top_k x (rank + 1) + rank = %d floats (at "
+        "most 48 KB) exceed the CUDA op",
+        k, sk::kThreads, k * (rank + 1) + rank));
+  }
+  ABSL_RETURN_IF_ERROR(cpu::CheckSelectorScoreTableArguments(inputs, table.size(), params,
+                                                             cpu::SelectorWalkMemory::kDevice));
+  if (s_count == 0) return absl::OkStatus();
+  if (!inputs.candidate_ids.data() || !inputs.unary.data() || !inputs.hidden_projection.data() ||
+      !table.data()) {
+    return absl::InvalidArgumentError(
+        "SelectorScoreTable: candidate_ids, unary, hidden_projection and the table must be device "
+        "memory");
+  }
+  sk::Args args{};
+  args.candidate_ids = inputs.candidate_ids.data();
+  args.unary = inputs.unary.data();
+  args.hidden_projection = inputs.hidden_projection.data();
+  args.predecessor = inputs.predecessor.data;
+  args.successor = inputs.successor.data;
+  args.predecessor_bf16 = inputs.predecessor.type == cpu::CodebookType::kBF16;
+  args.successor_bf16 = inputs.successor.type == cpu::CodebookType::kBF16;
+  args.vocab = inputs.predecessor.rows;
+  args.slots = static_cast<int>(s_count);
+  args.top_k = static_cast<int>(k);
+  args.rank = static_cast<int>(rank);
+  args.anchor_id = params.anchor_id;
+  const cudaError_t e = sk::LaunchSelectorScoreTable(args, table.data(), ctx.stream);
+  if (e != cudaSuccess) {
+    return absl::InternalError(
+        absl::StrFormat("SelectorScoreTable: launch failed: %s", cudaGetErrorString(e)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace twinspan::cuda

@@ -124,6 +124,43 @@ __global__ void __launch_bounds__(kThreads) SelectorWalkKernel(Args a) {
   }
 }
 
+// Grid (slots * top_k): block (s, i) writes table[s, i, :], the scores of slot s's candidates
+// after candidate i of slot s - 1 (the anchor for slot 0), with the walk's per-slot arithmetic.
+__global__ void __launch_bounds__(kThreads) SelectorScoreTableKernel(Args a, float* table) {
+  extern __shared__ float smem[];
+  const int row_stride = a.rank + 1;
+  float* gated = smem;           // [rank]
+  float* succ = gated + a.rank;  // [top_k][rank + 1]
+  const int tid = threadIdx.x;
+  const int s = blockIdx.x / a.top_k, i = blockIdx.x % a.top_k;
+  const int32_t* cand = a.candidate_ids + s * a.top_k;
+  const int32_t prev = s == 0 ? a.anchor_id : a.candidate_ids[(s - 1) * a.top_k + i];
+  bool bad = prev < 0 || prev >= a.vocab;
+  for (int c = 0; c < a.top_k; ++c) bad = bad || cand[c] < 0 || cand[c] >= a.vocab;
+  if (bad) {  // No codebook row is read for an id outside the vocabulary.
+    for (int c = tid; c < a.top_k; c += kThreads) {
+      table[static_cast<int64_t>(blockIdx.x) * a.top_k + c] = __int_as_float(0x7fc00000);
+    }
+    return;
+  }
+  const float* hp = a.hidden_projection + static_cast<int64_t>(s) * a.rank;
+  for (int r = tid; r < a.rank; r += kThreads) {
+    gated[r] = __fmul_rn(Entry(a.predecessor, a.predecessor_bf16, prev, r, a.rank), hp[r]);
+  }
+  for (int idx = tid; idx < a.top_k * a.rank; idx += kThreads) {
+    const int c = idx / a.rank, r = idx % a.rank;
+    succ[c * row_stride + r] = Entry(a.successor, a.successor_bf16, cand[c], r, a.rank);
+  }
+  __syncthreads();
+  if (tid < a.top_k) {
+    const float* row = succ + tid * row_stride;
+    float edge = 0.0f;
+    for (int r = 0; r < a.rank; ++r) edge = __fadd_rn(edge, __fmul_rn(gated[r], row[r]));
+    table[static_cast<int64_t>(blockIdx.x) * a.top_k + tid] =
+        __fadd_rn(a.unary[s * a.top_k + tid], edge);
+  }
+}
+
 }  // namespace twinspan::cuda::selector_kernel
 
 #endif  // TWINSPAN_KERNELS_CUDA_CANDIDATE_SELECTOR_KERNEL_CUH_

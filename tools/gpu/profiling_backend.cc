@@ -310,6 +310,12 @@ absl::Status ProfilingBackend::GatedDeltaNetTree(const float* qkv, const float* 
   return Timed("GatedDeltaNetTree", true,
                [&] { return inner_.GatedDeltaNetTree(qkv, g, beta, parents, dims, state, out); });
 }
+absl::Status ProfilingBackend::SelectorScoreTable(const cpu::SelectorWalkInputs& inputs,
+                                                  std::span<float> table,
+                                                  const cpu::SelectorWalkParams& params) {
+  return Timed("SelectorScoreTable", true,
+               [&] { return inner_.SelectorScoreTable(inputs, table, params); });
+}
 absl::Status ProfilingBackend::GatedRmsNorm(const float* x, const float* gate, int64_t groups,
                                             int64_t dim, const float* weight, float eps, float* y) {
   return Timed("GatedRmsNorm", true,

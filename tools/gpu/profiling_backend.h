@@ -121,6 +121,8 @@ class ProfilingBackend final : public backend::Backend {
                                  absl::Span<const int32_t> parents,
                                  const cpu::GatedDeltaNetDims& dims, const float* state,
                                  float* out) override;
+  absl::Status SelectorScoreTable(const cpu::SelectorWalkInputs& inputs, std::span<float> table,
+                                  const cpu::SelectorWalkParams& params) override;
   absl::Status GatedRmsNorm(const float* x, const float* gate, int64_t groups, int64_t dim,
                             const float* weight, float eps, float* y) override;
   absl::Status DynamicConv(float* out, const float* x, const float* base, const float* dynamic,
