@@ -80,13 +80,12 @@ absl::StatusOr<SpeculativeResult> SpeculativeGenerate(const target::TargetModel&
     const int64_t start = p + static_cast<int64_t>(result.output_ids.size()) - 1;  // pending's
     const int64_t remaining = max_new_tokens - static_cast<int64_t>(result.output_ids.size());
     const int32_t pending = result.output_ids.back();
-    ABSL_ASSIGN_OR_RETURN(
-        Proposal proposal,
-        drafter.Propose(*stream, pending,
-                        {.block_size = std::min(b, remaining + 1),
-                         .temperature = sample_walk ? options.sampling.temperature : 0.0f,
-                         .walk_seed = options.seed,
-                         .tree_nodes = options.tree_nodes}));
+    ProposeOptions propose;
+    propose.block_size = std::min(b, remaining + 1);
+    propose.temperature = sample_walk ? options.sampling.temperature : 0.0f;
+    propose.walk_seed = options.seed;
+    propose.tree_nodes = options.tree_nodes;
+    ABSL_ASSIGN_OR_RETURN(Proposal proposal, drafter.Propose(*stream, pending, propose));
     engine::DraftProposal drafts;
     drafts.ids.assign(proposal.ids.begin(), proposal.ids.end());
     drafts.parents.assign(proposal.tree_parents.begin(), proposal.tree_parents.end());

@@ -60,7 +60,7 @@ struct ForwardRequest {
   // drafts (kernels/cpu/tree_rows.h): row r at position state.length() + depth(r), seeing the
   // committed rows and its ancestors only, so it gets the logits and taps a chain forward of its
   // path gives that path's last row, bit for bit. CommitPath then keeps one path.
-  absl::Span<const int32_t> parents;
+  absl::Span<const int32_t> parents = {};
   LogitsRows logits = LogitsRows::kAll;
   // Decoder layers whose outputs are tapped: id i is the output of layer i, i.e. HF
   // hidden_states[i + 1] (hidden_states[0] is the embedding). Each id in [0, num_layers).

@@ -103,7 +103,7 @@ TEST_P(TargetVerifierCudaTest, DeviceDrawsEqualTheHostSamplersOverTheSameLogits)
     for (int round = 0; round < 4; ++round) {
       const std::vector<uint32_t> window = Tokens(rng, 1 + 5 * round);
       ASSERT_TRUE(host_seq->Verify(window, taps_, &host_out).ok());
-      engine::VerifyJob job{device_seq.get(), window, taps_, &device_out, {}, &o};
+      engine::VerifyJob job{device_seq.get(), window, taps_, &device_out, {}, &o, {}};
       sampling.VerifyBatch(absl::MakeSpan(&job, 1));
       ASSERT_TRUE(job.status.ok()) << job.status;
       ASSERT_EQ(device_out.tokens.size(), window.size());

@@ -255,7 +255,8 @@ TEST_F(TreeOpsCudaTest, SelectorScoreTableIsTheCpuOpsBits) {
                                        .unary = unary,
                                        .hidden_projection = hp,
                                        .predecessor = book(pred),
-                                       .successor = book(succ)},
+                                       .successor = book(succ),
+                                       .uniforms = {}},
                                       cpu_table, params)
                   .ok());
   testing::DeviceArray<int32_t> d_ids(ids);
@@ -271,7 +272,8 @@ TEST_F(TreeOpsCudaTest, SelectorScoreTableIsTheCpuOpsBits) {
                                         .unary = d_unary.cspan(),
                                         .hidden_projection = d_hp.cspan(),
                                         .predecessor = device_book(d_pred),
-                                        .successor = device_book(d_succ)},
+                                        .successor = device_book(d_succ),
+                                        .uniforms = {}},
                                        d_table.span(), params)
                   .ok());
   ASSERT_TRUE(gpu_->Synchronize().ok());

@@ -154,9 +154,10 @@ absl::Status RoundDriver::AppendOneAndDraft() {
 }
 
 absl::Status RoundDriver::Draft() {
-  ABSL_ASSIGN_OR_RETURN(drafter::Proposal p, drafter_.Propose(*stream_, pending_,
-                                                              {.block_size = block_,
-                                                               .tree_nodes = options_.tree_nodes}));
+  drafter::ProposeOptions options;
+  options.block_size = block_;
+  options.tree_nodes = options_.tree_nodes;
+  ABSL_ASSIGN_OR_RETURN(drafter::Proposal p, drafter_.Propose(*stream_, pending_, options));
   proposals_ = std::move(p.ids);
   tree_parents_ = std::move(p.tree_parents);
   return absl::OkStatus();

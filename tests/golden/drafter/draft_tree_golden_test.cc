@@ -16,6 +16,13 @@ namespace {
 
 using ::twinspan::testing::GoldenPath;
 
+ProposeOptions Tree(int64_t nodes, float temperature = 0.0f) {
+  ProposeOptions options;
+  options.temperature = temperature;
+  options.tree_nodes = nodes;
+  return options;
+}
+
 class DraftTreeGoldenTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -47,7 +54,7 @@ TEST_F(DraftTreeGoldenTest, TheTreesMainChainIsAPrefixOfTheWalksChain) {
   ASSERT_TRUE(chain.ok()) << chain.status();
   for (const int64_t nodes : {1, 4, 15, 31}) {
     SCOPED_TRACE(nodes);
-    auto tree = drafter_->Propose(*tree_stream, 11, {.tree_nodes = nodes});
+    auto tree = drafter_->Propose(*tree_stream, 11, Tree(nodes));
     ASSERT_TRUE(tree.ok()) << tree.status();
     ASSERT_EQ(static_cast<int64_t>(tree->ids.size()), nodes);
     engine::DraftProposal proposal;
@@ -77,9 +84,9 @@ TEST_F(DraftTreeGoldenTest, TheTreesMainChainIsAPrefixOfTheWalksChain) {
 
 TEST_F(DraftTreeGoldenTest, TreesOfAChainDrafterOrASampledWalkAreRefused) {
   auto stream = Stream(3);
-  EXPECT_EQ(drafter_->Propose(*stream, 11, {.temperature = 0.7f, .tree_nodes = 4}).status().code(),
+  EXPECT_EQ(drafter_->Propose(*stream, 11, Tree(4, 0.7f)).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(drafter_->Propose(*stream, 11, {.tree_nodes = kMaxTreeNodes + 1}).status().code(),
+  EXPECT_EQ(drafter_->Propose(*stream, 11, Tree(kMaxTreeNodes + 1)).status().code(),
             absl::StatusCode::kInvalidArgument);
   auto v1 = Drafter::Open(GoldenPath("dflash_drafter_tiny/model"),
                           GoldenPath("hf_qwen3_tiny/model"), {.model = {.context = 64}});
@@ -89,7 +96,7 @@ TEST_F(DraftTreeGoldenTest, TreesOfAChainDrafterOrASampledWalkAreRefused) {
   const DrafterConfig& c = (*v1)->config();
   const std::vector<float> taps(c.num_taps() * c.hidden_size, 0.1f);
   ASSERT_TRUE((*v1)->AppendTaps(**v1_stream, TapForm::kRaw, taps, 1).ok());
-  EXPECT_EQ((*v1)->Propose(**v1_stream, 11, {.tree_nodes = 4}).status().code(),
+  EXPECT_EQ((*v1)->Propose(**v1_stream, 11, Tree(4)).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
