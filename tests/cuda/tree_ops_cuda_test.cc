@@ -81,11 +81,14 @@ TEST_F(TreeOpsCudaTest, GatedDeltaNetTreeRowsAreTheirPathsChainsBitForBit) {
                                         state->floats(), out->floats())
                     .ok());
     const std::vector<float> tree = Get(*gpu_, *out);
-    std::vector<float> cpu_tree(rows * out_width);
-    ASSERT_TRUE(cpu_->GatedDeltaNetTree(in.qkv.data(), in.g.data(), in.beta.data(), kTree, dims,
-                                        in.state.data(), cpu_tree.data())
+    // The CPU backend checks that its ops read and write its own buffers.
+    auto cq = Put(*cpu_, in.qkv), cg = Put(*cpu_, in.g), cb = Put(*cpu_, in.beta);
+    auto cs = Put(*cpu_, in.state);
+    auto cout = Make(*cpu_, rows * out_width);
+    ASSERT_TRUE(cpu_->GatedDeltaNetTree(cq->floats(), cg->floats(), cb->floats(), kTree, dims,
+                                        cs->floats(), cout->floats())
                     .ok());
-    ExpectClose(cpu_tree, tree, {1e-5, 5e-5}, "against the CPU tree op");
+    ExpectClose(Get(*cpu_, *cout), tree, {1e-5, 5e-5}, "against the CPU tree op");
     for (int64_t r = 0; r < rows; ++r) {
       const std::vector<int64_t> path = cpu::TreePath(kTree.data(), r);
       const int64_t n = static_cast<int64_t>(path.size());
@@ -121,11 +124,12 @@ TEST_F(TreeOpsCudaTest, CausalConv1dTreeRowsAreTheirPathsChainsBitForBit) {
                                        ds->floats(), dy->floats())
                     .ok());
     const std::vector<float> tree = Get(*gpu_, *dy);
-    std::vector<float> cpu_tree(rows * channels);
-    ASSERT_TRUE(cpu_->CausalConv1dTree(x.data(), kTree, channels, w.data(), kernel, st.data(),
-                                       cpu_tree.data())
+    auto cx = Put(*cpu_, x), cw = Put(*cpu_, w), cs = Put(*cpu_, st);
+    auto cy = Make(*cpu_, rows * channels);
+    ASSERT_TRUE(cpu_->CausalConv1dTree(cx->floats(), kTree, channels, cw->floats(), kernel,
+                                       cs->floats(), cy->floats())
                     .ok());
-    ExpectClose(cpu_tree, tree, {4e-6, 2e-6}, "against the CPU tree op");
+    ExpectClose(Get(*cpu_, *cy), tree, {4e-6, 2e-6}, "against the CPU tree op");
     for (int64_t r = 0; r < rows; ++r) {
       const std::vector<int64_t> path = cpu::TreePath(kTree.data(), r);
       const int64_t n = static_cast<int64_t>(path.size());
@@ -187,11 +191,12 @@ TEST_F(TreeOpsCudaTest, TreeAttentionRowsAreTheirPathsChainsBitForBit) {
                       .ok());
       const std::vector<float> tree = Get(*gpu_, *out);
       auto cpu_kv = Cache(*cpu_, dtype, capacity, kv_width, k, v, slots, kv_heads, d);
-      std::vector<float> cpu_tree(rows * width);
-      ASSERT_TRUE(cpu_->TreeAttention(shape, q.data(), width, kTree, length, *cpu_kv,
-                                      cpu_tree.data(), width)
+      auto cq = Put(*cpu_, q);
+      auto cout = Make(*cpu_, rows * width);
+      ASSERT_TRUE(cpu_->TreeAttention(shape, cq->floats(), width, kTree, length, *cpu_kv,
+                                      cout->floats(), width)
                       .ok());
-      ExpectClose(cpu_tree, tree, {1e-5, 1e-4}, "against the CPU tree op");
+      ExpectClose(Get(*cpu_, *cout), tree, {1e-5, 1e-4}, "against the CPU tree op");
       for (int64_t r = 0; r < rows; ++r) {
         std::vector<int64_t> chain_rows(length);  // The context, then the path's rows.
         for (int64_t i = 0; i < length; ++i) chain_rows[i] = i;
