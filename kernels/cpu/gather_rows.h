@@ -17,6 +17,10 @@ absl::Status GatherRows(const Context& ctx, const float* src, int64_t src_stride
                         const int64_t* rows, int64_t count, int64_t width, float* dst,
                         int64_t dst_stride);
 
+// The checks of GatherRows on their own (the CUDA twin shares them).
+absl::Status CheckGatherRows(const float* src, int64_t src_stride, const int64_t* rows,
+                             int64_t count, int64_t width, const float* dst, int64_t dst_stride);
+
 }  // namespace twinspan::cpu
 
 #endif  // TWINSPAN_KERNELS_CPU_GATHER_ROWS_H_

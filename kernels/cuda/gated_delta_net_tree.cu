@@ -9,8 +9,8 @@
 #include "common/status.h"
 #include "kernels/cpu/tree_rows.h"
 #include "kernels/cuda/cuda_status.h"
-#include "kernels/cuda/gated_delta_net_tree_kernel.cuh"
 #include "kernels/cuda/gated_delta_net_tree.cuh"
+#include "kernels/cuda/gated_delta_net_tree_kernel.cuh"
 #include "kernels/cuda/pdl.cuh"
 
 namespace twinspan::cuda {

@@ -1,8 +1,8 @@
 // Host side of GatherRows: the CPU op's checks, then launches of at most kMaxRows rows.
 #include <algorithm>
 
-#include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "kernels/cpu/gather_rows.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/gather_rows.cuh"
 #include "kernels/cuda/gather_rows_kernel.cuh"
@@ -14,18 +14,7 @@ absl::Status GatherRows(const Context& ctx, const float* src, int64_t src_stride
                         const int64_t* rows, int64_t count, int64_t width, float* dst,
                         int64_t dst_stride) {
   namespace gk = gather_rows_kernel;
-  if (count < 0 || width < 0 || src_stride < width || dst_stride < width ||
-      (count > 0 && (src == nullptr || rows == nullptr || dst == nullptr))) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("GatherRows: %d rows of width %d, strides %d / %d (or a null array)", count,
-                        width, src_stride, dst_stride));
-  }
-  for (int64_t i = 0; i < count; ++i) {
-    if (rows[i] < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("GatherRows: row index %d at %d is negative", rows[i], i));
-    }
-  }
+  ABSL_RETURN_IF_ERROR(cpu::CheckGatherRows(src, src_stride, rows, count, width, dst, dst_stride));
   if (count == 0 || width == 0) return absl::OkStatus();
   gk::Params p;
   p.src = src;

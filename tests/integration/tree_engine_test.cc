@@ -5,7 +5,6 @@
 #include <memory>
 #include <vector>
 
-#include "absl/synchronization/mutex.h"
 #include "common/metrics/serving_metrics.h"
 #include "common/status.h"
 #include "gtest/gtest.h"
@@ -16,6 +15,7 @@
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/lane_engine.h"
 #include "tests/integration/toy_models.h"
+#include "tests/testing/summary_sink.h"
 
 namespace twinspan::engine {
 namespace {
@@ -82,28 +82,7 @@ TEST(AcceptWalkTest, FollowsTheDraftsTheDrawsAgreeWithDownAnyBranch) {
   EXPECT_EQ(failed.status().code(), absl::StatusCode::kInternal);
 }
 
-class CollectingSink : public StreamSink {
- public:
-  SinkVerdict OnTokens(absl::Span<const uint32_t> ids, uint32_t) override {
-    return {static_cast<int>(ids.size()), false};
-  }
-  void OnFinish(absl::StatusOr<StreamSummary> summary) override {
-    absl::MutexLock lock(&mu_);
-    result_ = std::move(summary);
-    done_ = true;
-  }
-  bool Cancelled() const override { return false; }
-  absl::StatusOr<StreamSummary> Wait() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return result_;
-  }
-
- private:
-  absl::Mutex mu_;
-  bool done_ = false;
-  absl::StatusOr<StreamSummary> result_ = absl::UnknownError("not finished");
-};
+using CollectingSink = twinspan::testing::SummarySink;
 
 EngineRequest MakeRequest(int which, float temperature) {
   EngineRequest r;

@@ -130,8 +130,9 @@ class OracleSession : public engine::DraftSession {
     for (size_t i = 0; i < out.ids.size(); ++i) out.parents.push_back(static_cast<uint32_t>(i));
     for (size_t j = wrong; j < truth.size(); ++j) {  // The truth under the wrong draft's parent.
       out.ids.push_back(truth[j]);
-      out.parents.push_back(static_cast<int>(j) == wrong ? static_cast<uint32_t>(wrong)
-                                                         : static_cast<uint32_t>(out.ids.size() - 1));
+      out.parents.push_back(static_cast<int>(j) == wrong
+                                ? static_cast<uint32_t>(wrong)
+                                : static_cast<uint32_t>(out.ids.size() - 1));
     }
     out.Prune(info_->block_size - 1, info_->tree_nodes);
     return out;
