@@ -97,10 +97,12 @@ EngineRequest MakeRequest(int which, float temperature) {
 // Every request at once on `parallel` lanes; the summaries in order.
 std::vector<StreamSummary> RunAll(const VerifierModel& model, DraftChannel* channel, int parallel,
                                   const std::vector<EngineRequest>& requests,
-                                  metrics::ServingMetrics* metrics = nullptr) {
+                                  metrics::ServingMetrics* metrics = nullptr,
+                                  DraftWindowOptions window = {}) {
   ToySampler sampler;
   EngineOptions options;
   options.parallel = parallel;
+  options.draft_window = window;
   options.draft_timeout = absl::Seconds(5);
   auto engine = LaneEngine::Start(options, &model, &sampler, channel, metrics);
   EXPECT_TRUE(engine.ok()) << engine.status();
@@ -148,6 +150,31 @@ TEST(TreeEngineTest, TreeDraftsEqualPlainGreedyAndSampledAtOneTwoAndFourStreams)
       }
       // Greedy: the tree holds the right token beside each wrong one, so it accepts past it.
       if (temperature == 0.0f) EXPECT_GT(tree_accepted, chain_accepted);
+    }
+  }
+}
+
+TEST(TreeEngineTest, ADraftWindowIsATreesNodeBudgetAndTheTokensArePlain) {
+  ToyVerifier model(kVocab, 512, kEos);
+  ToyDrafter tree_drafter(kVocab, 6, 3, 8, 0, 9);
+  for (float temperature : {0.0f, 0.8f}) {
+    const std::vector<StreamSummary> plain = RunAll(model, nullptr, 1, Requests(temperature));
+    for (const DraftWindowOptions& window : {DraftWindowOptions{DraftWindowMode::kAll, 3},
+                                             DraftWindowOptions{DraftWindowMode::kAdaptive, 0}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "t=" << temperature << ", window " << DraftWindowName(window));
+      InProcessDraftChannel trees(&tree_drafter);
+      const std::vector<StreamSummary> drafted =
+          RunAll(model, &trees, 2, Requests(temperature), nullptr, window);
+      ASSERT_EQ(drafted.size(), plain.size());
+      for (size_t i = 0; i < plain.size(); ++i) {
+        EXPECT_EQ(drafted[i].completion_ids, plain[i].completion_ids) << "request " << i;
+        if (temperature == 0.0f) EXPECT_GT(drafted[i].accepted, 0) << "request " << i;
+        // A window of 3 verifies at most 3 of the tree's 9 drafts a round.
+        if (window.max_drafts > 0) {
+          EXPECT_LE(drafted[i].drafted, window.max_drafts * drafted[i].rounds) << "request " << i;
+        }
+      }
     }
   }
 }
