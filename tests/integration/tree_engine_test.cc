@@ -122,6 +122,7 @@ std::vector<StreamSummary> RunAll(const VerifierModel& model, DraftChannel* chan
 
 std::vector<EngineRequest> Requests(float temperature) {
   std::vector<EngineRequest> requests;
+  requests.reserve(4);
   for (int which = 0; which < 4; ++which) requests.push_back(MakeRequest(which, temperature));
   return requests;
 }

@@ -127,7 +127,7 @@ TEST(TreeAttentionTest, RefusesTreesOutsideTheCacheAndNonCausalMasks) {
   absl::StatusOr<KvCache> kv = KvCache::Create(KvDtype::kF32, 8, 1, 4);
   ASSERT_TRUE(kv.ok());
   AttentionShape shape{.num_heads = 1, .num_kv_heads = 1, .head_dim = 4, .scale = 0.5f};
-  std::vector<float> q(4 * 4), out(4 * 4);
+  std::vector<float> q(16), out(16);  // 4 rows of 4.
   const std::vector<int32_t> parents = {-1, 0, 0, 1};
   EXPECT_TRUE(
       TreeAttention(Context{}, shape, q.data(), 4, parents.data(), 4, 4, *kv, out.data(), 4).ok());
@@ -208,9 +208,9 @@ TEST(GatedDeltaNetTreeTest, EveryRowEqualsTheChainOfItsPathBitForBit) {
 }
 
 TEST(GatherRowsTest, PicksRowsAndRefusesBadArguments) {
-  const auto src = Random(5 * 4, 51);
+  const auto src = Random(20, 51);
   const std::vector<int64_t> rows = {0, 3, 4};
-  std::vector<float> dst(3 * 6, -1.0f);
+  std::vector<float> dst(18, -1.0f);
   ASSERT_TRUE(GatherRows(Context{}, src.data(), 4, rows.data(), 3, 3, dst.data(), 6).ok());
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 3; ++j) EXPECT_EQ(dst[i * 6 + j], src[rows[i] * 4 + j]);
