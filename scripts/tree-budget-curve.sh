@@ -6,7 +6,9 @@
 # and mode: tokens per round (mean over prompts and pooled), drafts and accepted depth per round,
 # and the median time per output token with the load average around the budget's run (a count such
 # as tokens per round does not depend on load; the time does). Budget 0 is the selector walk's
-# chain. A budget whose results are complete in OUT is kept, so an interrupted curve resumes.
+# chain. Every proposal is verified (--draft-window all): the adaptive window a CPU target uses by
+# default would cut the trees being measured. A budget whose results are complete in OUT is kept,
+# so an interrupted curve resumes.
 #   BUDGETS="0 1 4 8 15 31" TOKENS=128 CODE=12 PROSE=12 THREADS=2 OUT=/tmp/tree-curve \
 #     scripts/tree-budget-curve.sh
 set -euo pipefail
@@ -51,7 +53,7 @@ for budget in $budgets; do
   fi
   log=$out/serve-$budget.log
   "$build/twinspan-serve" --model models/demo/target --drafter-model models/demo/drafter \
-    --head-variant two-span --draft-tree-nodes "$budget" --listen 127.0.0.1:0 \
+    --head-variant two-span --draft-tree-nodes "$budget" --draft-window all --listen 127.0.0.1:0 \
     --metrics 127.0.0.1:0 --parallel 1 --context 2048 --threads "$threads" >"$log" 2>&1 &
   pid=$!
   port=""
