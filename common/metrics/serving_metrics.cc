@@ -27,6 +27,13 @@ const Histogram::BucketBoundaries& TokensPerRoundBuckets() {
   return kBuckets;
 }
 
+// Drafts a round verified, or accepted: 0 up to a 64-node tree.
+const Histogram::BucketBoundaries& DraftNodesBuckets() {
+  static const Histogram::BucketBoundaries kBuckets = {0,  1,  2,  3,  4,  5,  6,  7,  8, 10,
+                                                       12, 15, 16, 20, 24, 31, 32, 48, 64};
+  return kBuckets;
+}
+
 const char* PhaseName(RoundPhase phase) {
   switch (phase) {
     case RoundPhase::kDraft:
@@ -74,6 +81,18 @@ ServingMetrics::ServingMetrics(std::shared_ptr<prometheus::Registry> registry,
                             .Help("Tokens one verify round emitted (accepted drafts + bonus).")
                             .Labels({{"model_name", std::string(model_name)}})
                             .Register(*registry_)),
+      draft_nodes_(BuildHistogram()
+                       .Name("twinspan_spec_decode_draft_nodes_per_round")
+                       .Help("Drafts one verify round carried (a tree's nodes, a chain's length), "
+                             "by head variant and shape (chain or tree).")
+                       .Labels({{"model_name", std::string(model_name)}})
+                       .Register(*registry_)),
+      accepted_depth_(BuildHistogram()
+                          .Name("twinspan_spec_decode_accepted_depth_per_round")
+                          .Help("Drafts one verify round accepted (the depth of the kept path), "
+                                "by head variant and shape (chain or tree).")
+                          .Labels({{"model_name", std::string(model_name)}})
+                          .Register(*registry_)),
       round_phase_(BuildHistogram()
                        .Name("twinspan_round_phase_seconds")
                        .Help("Per-round time by phase: draft wait, verify forward, drafter RPC.")
@@ -212,6 +231,14 @@ void ServingMetrics::RecordPrefixLookup(std::string_view cache, int64_t reused_t
 
 void ServingMetrics::SetPrefixCacheBytes(std::string_view cache, size_t bytes) {
   prefix_bytes_.Add({{"cache", std::string(cache)}}).Set(static_cast<double>(bytes));
+}
+
+void ServingMetrics::RecordDraftShape(std::string_view head_variant, bool tree, int nodes,
+                                      int accepted) {
+  const Labels labels = {{"head_variant", std::string(head_variant)},
+                         {"shape", tree ? "tree" : "chain"}};
+  draft_nodes_.Add(labels, DraftNodesBuckets()).Observe(nodes);
+  accepted_depth_.Add(labels, DraftNodesBuckets()).Observe(accepted);
 }
 
 void ServingMetrics::RecordDraftFallback(std::string_view head_variant) {

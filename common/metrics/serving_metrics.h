@@ -35,6 +35,9 @@ class ServingMetrics {
   // went in, the first `accepted` matched, and accepted + 1 tokens came out (the bonus included).
   void RecordRound(std::string_view head_variant, std::string_view source, int drafted,
                    int accepted);
+  // The same round's draft shape: `nodes` drafts verified as a tree (or a chain), `accepted` of
+  // them on the kept path (its depth).
+  void RecordDraftShape(std::string_view head_variant, bool tree, int nodes, int accepted);
   // A round that ran without drafts because the drafter failed or missed its deadline.
   void RecordDraftFallback(std::string_view head_variant);
   void RecordPhase(RoundPhase phase, double seconds);
@@ -72,6 +75,8 @@ class ServingMetrics {
   prometheus::Family<prometheus::Counter>& accepted_per_pos_;
   prometheus::Family<prometheus::Counter>& draft_fallback_;
   prometheus::Family<prometheus::Histogram>& tokens_per_round_;
+  prometheus::Family<prometheus::Histogram>& draft_nodes_;
+  prometheus::Family<prometheus::Histogram>& accepted_depth_;
   prometheus::Family<prometheus::Histogram>& round_phase_;
   prometheus::Family<prometheus::Histogram>& ttft_;
   prometheus::Family<prometheus::Histogram>& itl_;

@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "absl/status/status.h"
@@ -218,6 +219,29 @@ class Backend {
                                      const float* state_in, float* state_out, float* out) = 0;
   virtual absl::Status GatedRmsNorm(const float* x, const float* gate, int64_t groups, int64_t dim,
                                     const float* weight, float eps, float* y) = 0;
+  // dst[i, :width] = src[rows[i], :width] (row strides in floats; rows on the host): a tree
+  // verify's kept path out of its window's rows (cpu/gather_rows.h).
+  virtual absl::Status GatherRows(const float* src, int64_t src_stride,
+                                  absl::Span<const int64_t> rows, int64_t width, float* dst,
+                                  int64_t dst_stride) = 0;
+
+  // ---- tree windows (cpu/tree_rows.h): `parents` on the host, one per row ---------------------
+  // Attention of rows written to cache slots first_slot + r, each over the committed slots and its
+  // ancestors only, at positions by depth (cpu::TreeAttention).
+  virtual absl::Status TreeAttention(const cpu::AttentionShape& shape, const float* q,
+                                     int64_t q_stride, absl::Span<const int32_t> parents,
+                                     int64_t first_slot, const KvCacheHandle& kv, float* out,
+                                     int64_t out_stride) = 0;
+  // CausalConv1d and GatedDeltaNet of a tree's rows, each along its own path from the state, which
+  // is only read (cpu::CausalConv1dTree, cpu::GatedDeltaNetTree).
+  virtual absl::Status CausalConv1dTree(const float* x, absl::Span<const int32_t> parents,
+                                        int64_t channels, const float* weight, int64_t kernel,
+                                        const float* state, float* y) = 0;
+  virtual absl::Status GatedDeltaNetTree(const float* qkv, const float* g, const float* beta,
+                                         absl::Span<const int32_t> parents,
+                                         const cpu::GatedDeltaNetDims& dims, const float* state,
+                                         float* out) = 0;
+
   // The drafter's ops. Sizes as cpu::DynamicConvParams / cpu::TopKParams describe.
   virtual absl::Status DynamicConv(float* out, const float* x, const float* base,
                                    const float* dynamic, const cpu::DynamicConvParams& params) = 0;
@@ -242,6 +266,11 @@ class Backend {
   virtual absl::Status SelectorWalk(const cpu::SelectorWalkInputs& inputs,
                                     const cpu::SelectorWalkOutputs& outputs,
                                     const cpu::SelectorWalkParams& params) = 0;
+  // Every score the walk could meet, [S, k, k] into `table` (cpu::SelectorScoreTable), for a
+  // tree of drafts built on the host. Memory as SelectorWalk's; uniforms and temperature unused.
+  virtual absl::Status SelectorScoreTable(const cpu::SelectorWalkInputs& inputs,
+                                          std::span<float> table,
+                                          const cpu::SelectorWalkParams& params) = 0;
 };
 
 }  // namespace twinspan::backend

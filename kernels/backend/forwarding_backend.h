@@ -115,6 +115,30 @@ class ForwardingBackend : public Backend {
                              float* state_out, float* out) override {
     return inner_.GatedDeltaNet(qkv, g, beta, rows, dims, state_in, state_out, out);
   }
+  absl::Status GatherRows(const float* src, int64_t src_stride, absl::Span<const int64_t> rows,
+                          int64_t width, float* dst, int64_t dst_stride) override {
+    return inner_.GatherRows(src, src_stride, rows, width, dst, dst_stride);
+  }
+  absl::Status TreeAttention(const cpu::AttentionShape& shape, const float* q, int64_t q_stride,
+                             absl::Span<const int32_t> parents, int64_t first_slot,
+                             const KvCacheHandle& kv, float* out, int64_t out_stride) override {
+    return inner_.TreeAttention(shape, q, q_stride, parents, first_slot, kv, out, out_stride);
+  }
+  absl::Status CausalConv1dTree(const float* x, absl::Span<const int32_t> parents, int64_t channels,
+                                const float* weight, int64_t kernel, const float* state,
+                                float* y) override {
+    return inner_.CausalConv1dTree(x, parents, channels, weight, kernel, state, y);
+  }
+  absl::Status GatedDeltaNetTree(const float* qkv, const float* g, const float* beta,
+                                 absl::Span<const int32_t> parents,
+                                 const cpu::GatedDeltaNetDims& dims, const float* state,
+                                 float* out) override {
+    return inner_.GatedDeltaNetTree(qkv, g, beta, parents, dims, state, out);
+  }
+  absl::Status SelectorScoreTable(const cpu::SelectorWalkInputs& inputs, std::span<float> table,
+                                  const cpu::SelectorWalkParams& params) override {
+    return inner_.SelectorScoreTable(inputs, table, params);
+  }
   absl::Status GatedRmsNorm(const float* x, const float* gate, int64_t groups, int64_t dim,
                             const float* weight, float eps, float* y) override {
     return inner_.GatedRmsNorm(x, gate, groups, dim, weight, eps, y);

@@ -44,6 +44,16 @@ absl::Status Attention(const Context& ctx, const AttentionShape& shape, const fl
                        int64_t q_stride, const int64_t* positions, int64_t rows, const KvCache& kv,
                        int64_t num_keys, float* out, int64_t out_stride);
 
+// Attention of a tree window (kernels/cpu/tree_rows.h) whose K/V rows were written to cache slots
+// first_slot + r: row r, at position first_slot + depth(r), sees slots [0, first_slot) at their
+// own positions, then its ancestors' slots, itself last, at positions first_slot + 0..depth(r).
+// It so reads the keys, at the positions and in the chunks, of the chain verify of its path: the
+// same bits. InvalidArgument as Attention's shape checks, for bad parents, a mask that is not
+// causal, or slots [first_slot, first_slot + rows) outside the cache.
+absl::Status TreeAttention(const Context& ctx, const AttentionShape& shape, const float* q,
+                           int64_t q_stride, const int32_t* parents, int64_t rows,
+                           int64_t first_slot, const KvCache& kv, float* out, int64_t out_stride);
+
 }  // namespace twinspan::cpu
 
 #endif  // TWINSPAN_KERNELS_CPU_ATTENTION_H_

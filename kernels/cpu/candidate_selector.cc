@@ -81,4 +81,30 @@ absl::Status SelectorWalk(const Context& /*ctx*/, const SelectorWalkInputs& inpu
   return absl::OkStatus();
 }
 
+absl::Status SelectorScoreTable(const Context& ctx, const SelectorWalkInputs& inputs,
+                                std::span<float> table, const SelectorWalkParams& params) {
+  ABSL_RETURN_IF_ERROR(CheckSelectorWalkShape(params));
+  ABSL_RETURN_IF_ERROR(
+      CheckSelectorScoreTableArguments(inputs, table.size(), params, SelectorWalkMemory::kHost));
+  const int64_t k = params.top_k, rank = params.rank;
+  ParallelFor(ctx.pool, params.slots * k, 1, [&](int64_t t0, int64_t t1) {
+    std::vector<float> gated(rank), successor(rank);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t s = t / k, i = t % k;
+      const int32_t prev = s == 0 ? params.anchor_id : inputs.candidate_ids[(s - 1) * k + i];
+      GatherRow(inputs.predecessor, prev, gated.data());
+      const float* hp = inputs.hidden_projection.data() + s * rank;
+      for (int64_t r = 0; r < rank; ++r) gated[r] *= hp[r];
+      float* scores = table.data() + (s * k + i) * k;
+      for (int64_t c = 0; c < k; ++c) {
+        GatherRow(inputs.successor, inputs.candidate_ids[s * k + c], successor.data());
+        float edge = 0.0f;
+        for (int64_t r = 0; r < rank; ++r) edge += gated[r] * successor[r];
+        scores[c] = inputs.unary[s * k + c] + edge;
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
 }  // namespace twinspan::cpu

@@ -54,6 +54,16 @@ struct SelectorWalkOutputs {
 absl::Status SelectorWalk(const Context& ctx, const SelectorWalkInputs& inputs,
                           const SelectorWalkOutputs& outputs, const SelectorWalkParams& params);
 
+// Every score a walk could meet, for a tree of drafts (DFlash2's best-first tree):
+//   table[s, i, j] = unary[s, j] + <predecessor[p] * hidden_projection[s], successor[c_j]>
+// where c_j = candidate_ids[s, j] and p = candidate_ids[s - 1, i] (the anchor for slot 0, whose k
+// rows are alike): candidate j's score after candidate i. The sums run as SelectorWalk's, so the
+// walk's scores are the table's entries along its path, bit for bit. table: [S, k, k].
+// Errors: as SelectorWalk's (temperature and uniforms aside), and InvalidArgument for a table that
+// is not S * k * k floats.
+absl::Status SelectorScoreTable(const Context& ctx, const SelectorWalkInputs& inputs,
+                                std::span<float> table, const SelectorWalkParams& params);
+
 }  // namespace twinspan::cpu
 
 #endif  // TWINSPAN_KERNELS_CPU_CANDIDATE_SELECTOR_H_

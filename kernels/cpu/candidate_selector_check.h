@@ -26,6 +26,13 @@ absl::Status CheckSelectorWalkArguments(const SelectorWalkInputs& inputs,
                                         const SelectorWalkParams& params,
                                         SelectorWalkMemory memory);
 
+// SelectorScoreTable's checks: those of the walk's inputs (sizes, codebooks, anchor and, kHost,
+// candidate ids, in the walk's order), then the table's size (S * k * k).
+// REQUIRES: CheckSelectorWalkShape(params) is OK.
+absl::Status CheckSelectorScoreTableArguments(const SelectorWalkInputs& inputs, size_t table_size,
+                                              const SelectorWalkParams& params,
+                                              SelectorWalkMemory memory);
+
 }  // namespace twinspan::cpu
 
 #endif  // TWINSPAN_KERNELS_CPU_CANDIDATE_SELECTOR_CHECK_H_

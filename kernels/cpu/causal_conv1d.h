@@ -21,6 +21,14 @@ namespace twinspan::cpu {
 absl::Status CausalConv1d(const Context& ctx, const float* x, int64_t rows, int64_t channels,
                           const float* weight, int64_t kernel, float* conv_state, float* y);
 
+// The conv of a tree window (kernels/cpu/tree_rows.h): row r's inputs are conv_state's rows, then
+// x's rows along its path, so y[r] has the bits CausalConv1d gives the last row of that path's
+// chain. conv_state is only read: a tree has no one end window (a commit replays the kept path).
+// InvalidArgument for the shapes CausalConv1d refuses or bad parents.
+absl::Status CausalConv1dTree(const Context& ctx, const float* x, const int32_t* parents,
+                              int64_t rows, int64_t channels, const float* weight, int64_t kernel,
+                              const float* conv_state, float* y);
+
 }  // namespace twinspan::cpu
 
 #endif  // TWINSPAN_KERNELS_CPU_CAUSAL_CONV1D_H_

@@ -1,5 +1,6 @@
 #include "kernels/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -22,6 +23,7 @@
 #include "kernels/cpu/exl3_span_linear.h"
 #include "kernels/cpu/gated_delta_net.h"
 #include "kernels/cpu/gated_rms_norm.h"
+#include "kernels/cpu/gather_rows.h"
 #include "kernels/cpu/kv_cache.h"
 #include "kernels/cpu/kv_copy.h"
 #include "kernels/cpu/kv_write.h"
@@ -417,6 +419,59 @@ class CpuBackend final : public backend::Backend {
     return cpu::GatedDeltaNet(ctx_, qkv, g, beta, rows, dims, state_out, out);
   }
 
+  absl::Status GatherRows(const float* src, int64_t src_stride, absl::Span<const int64_t> rows,
+                          int64_t width, float* dst, int64_t dst_stride) override {
+    const int64_t count = static_cast<int64_t>(rows.size());
+    int64_t last = -1;
+    for (int64_t r : rows) last = std::max(last, r);
+    ABSL_RETURN_IF_ERROR(CheckRange("GatherRows", "src", src, Extent(last + 1, src_stride, width)));
+    ABSL_RETURN_IF_ERROR(CheckRange("GatherRows", "dst", dst, Extent(count, dst_stride, width)));
+    return cpu::GatherRows(ctx_, src, src_stride, rows.data(), count, width, dst, dst_stride);
+  }
+
+  absl::Status TreeAttention(const AttentionShape& shape, const float* q, int64_t q_stride,
+                             absl::Span<const int32_t> parents, int64_t first_slot,
+                             const backend::KvCacheHandle& kv, float* out,
+                             int64_t out_stride) override {
+    ABSL_ASSIGN_OR_RETURN(const CpuKvCacheHandle* cache,
+                          Own<CpuKvCacheHandle>("TreeAttention", kv));
+    const int64_t rows = static_cast<int64_t>(parents.size());
+    const int64_t width = shape.num_heads * shape.head_dim;
+    ABSL_RETURN_IF_ERROR(CheckRange("TreeAttention", "q", q, Extent(rows, q_stride, width)));
+    ABSL_RETURN_IF_ERROR(CheckRange("TreeAttention", "out", out, Extent(rows, out_stride, width)));
+    return cpu::TreeAttention(ctx_, shape, q, q_stride, parents.data(), rows, first_slot,
+                              cache->cache(), out, out_stride);
+  }
+
+  absl::Status CausalConv1dTree(const float* x, absl::Span<const int32_t> parents, int64_t channels,
+                                const float* weight, int64_t kernel, const float* state,
+                                float* y) override {
+    const int64_t rows = static_cast<int64_t>(parents.size());
+    ABSL_RETURN_IF_ERROR(CheckRange("CausalConv1dTree", "x", x, Packed(rows * channels)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("CausalConv1dTree", "weight", weight, Packed(channels * kernel)));
+    ABSL_RETURN_IF_ERROR(CheckRange("CausalConv1dTree", "y", y, Packed(rows * channels)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("CausalConv1dTree", "state", state, Packed((kernel - 1) * channels)));
+    return cpu::CausalConv1dTree(ctx_, x, parents.data(), rows, channels, weight, kernel, state, y);
+  }
+
+  absl::Status GatedDeltaNetTree(const float* qkv, const float* g, const float* beta,
+                                 absl::Span<const int32_t> parents, const GatedDeltaNetDims& dims,
+                                 const float* state, float* out) override {
+    const int64_t rows = static_cast<int64_t>(parents.size());
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("GatedDeltaNetTree", "qkv", qkv, Packed(rows * dims.qkv_width())));
+    ABSL_RETURN_IF_ERROR(CheckRange("GatedDeltaNetTree", "g", g, Packed(rows * dims.v_heads)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("GatedDeltaNetTree", "beta", beta, Packed(rows * dims.v_heads)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("GatedDeltaNetTree", "out", out, Packed(rows * dims.v_heads * dims.v_dim)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("GatedDeltaNetTree", "state", state, Packed(dims.state_size())));
+    return cpu::GatedDeltaNetTree(ctx_, qkv, g, beta, parents.data(), rows, dims, state, out);
+  }
+
   absl::Status GatedRmsNorm(const float* x, const float* gate, int64_t groups, int64_t dim,
                             const float* weight, float eps, float* y) override {
     ABSL_RETURN_IF_ERROR(CheckRange("GatedRmsNorm", "x", x, Packed(groups * dim)));
@@ -503,6 +558,26 @@ class CpuBackend final : public backend::Backend {
     ABSL_RETURN_IF_ERROR(CheckRange("SelectorWalk", "probabilities", out.probabilities.data(),
                                     bytes(out.probabilities)));
     return cpu::SelectorWalk(ctx_, in, out, p);
+  }
+
+  absl::Status SelectorScoreTable(const SelectorWalkInputs& in, std::span<float> table,
+                                  const SelectorWalkParams& p) override {
+    const auto bytes = [](auto span) { return span.size() * sizeof(span[0]); };
+    const auto book = [](const CodebookView& c) {
+      return Packed(c.rows * c.rank, c.type == CodebookType::kBF16 ? 2 : kFloat);
+    };
+    ABSL_RETURN_IF_ERROR(CheckRange("SelectorScoreTable", "candidate_ids", in.candidate_ids.data(),
+                                    bytes(in.candidate_ids)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("SelectorScoreTable", "unary", in.unary.data(), bytes(in.unary)));
+    ABSL_RETURN_IF_ERROR(CheckRange("SelectorScoreTable", "hidden_projection",
+                                    in.hidden_projection.data(), bytes(in.hidden_projection)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("SelectorScoreTable", "predecessor", in.predecessor.data, book(in.predecessor)));
+    ABSL_RETURN_IF_ERROR(
+        CheckRange("SelectorScoreTable", "successor", in.successor.data, book(in.successor)));
+    ABSL_RETURN_IF_ERROR(CheckRange("SelectorScoreTable", "table", table.data(), bytes(table)));
+    return cpu::SelectorScoreTable(ctx_, in, table, p);
   }
 
  private:

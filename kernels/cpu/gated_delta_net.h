@@ -42,6 +42,15 @@ absl::Status GatedDeltaNetGates(const Context& ctx, const float* a, const float*
 absl::Status GatedDeltaNet(const Context& ctx, const float* qkv, const float* g, const float* beta,
                            int64_t rows, const GatedDeltaNetDims& dims, float* state, float* out);
 
+// The recurrence over a tree window (kernels/cpu/tree_rows.h): row r steps the state after its
+// parent (the root steps `state`), so out[r] has the bits GatedDeltaNet gives the last row of its
+// path's chain. `state` is only read: a tree has no one end state (a commit replays the kept
+// path). InvalidArgument for the dims GatedDeltaNet refuses or bad parents. Threads: value heads
+// over ctx.pool, each holding rows x k_dim x v_dim floats of per-row states.
+absl::Status GatedDeltaNetTree(const Context& ctx, const float* qkv, const float* g,
+                               const float* beta, const int32_t* parents, int64_t rows,
+                               const GatedDeltaNetDims& dims, const float* state, float* out);
+
 }  // namespace twinspan::cpu
 
 #endif  // TWINSPAN_KERNELS_CPU_GATED_DELTA_NET_H_

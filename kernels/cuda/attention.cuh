@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cuda/context.cuh"
 #include "kernels/cuda/kv_cache.cuh"
@@ -40,6 +41,20 @@ absl::Status Attention(const Context& ctx, const cpu::AttentionShape& shape, con
                        int64_t q_stride, const int64_t* positions, int64_t rows,
                        const KvCacheView& kv, int64_t num_keys, float* out, int64_t out_stride,
                        AttentionStrategy strategy = AttentionStrategy::kAuto);
+
+// cpu::TreeAttention on device memory (parents on the host): each row over the committed slots and
+// its ancestors' slots, chunked by position, so a row gets the bits Attention gives the last row
+// of its path's chain. Spreads chunks over blocks as kAuto does when ctx.workspace holds
+// TreeAttentionWorkspaceBytes. InvalidArgument as the CPU op and Attention's kernel limits, and
+// for a tree of more than 256 rows or 128 levels. Asynchronous on ctx.stream.
+absl::Status TreeAttention(const Context& ctx, const cpu::AttentionShape& shape, const float* q,
+                           int64_t q_stride, const int32_t* parents, int64_t rows,
+                           int64_t first_slot, const KvCacheView& kv, float* out,
+                           int64_t out_stride);
+
+// Bytes of ctx.workspace TreeAttention would spread chunks through (0: it would not).
+size_t TreeAttentionWorkspaceBytes(const cpu::AttentionShape& shape,
+                                   absl::Span<const int32_t> parents, int64_t first_slot);
 
 }  // namespace twinspan::cuda
 

@@ -9,6 +9,8 @@
 // step (new max; old and chunk scales by exp; acc * old + chunk * new), chunk by chunk in position
 // order: in the block itself (FusedKernel) or, with the chunks on separate blocks (ChunkKernel),
 // by MergeKernel from the per-chunk partials in the workspace. Both use the same device functions.
+// A tree window (kTree) reads the same keys through a slot map: positions from tree_base on are the
+// row's ancestors' slots (TreeSlots), so a row's arithmetic is its path's chain's.
 #ifndef TWINSPAN_KERNELS_CUDA_ATTENTION_KERNEL_CUH_
 #define TWINSPAN_KERNELS_CUDA_ATTENTION_KERNEL_CUH_
 
@@ -27,9 +29,10 @@ constexpr int kMaxRows = 256;
 constexpr int kMaxGroup = 16;
 constexpr int kMaxGroupDims = 2048;
 constexpr int kMaxHeadDim = 256;
-constexpr int kGroupTile = 8;    // Heads whose P.V accumulate together in registers.
-constexpr int kKeyBatch = 4;     // Keys a warp loads before scoring them.
-constexpr int kValueBatch = 16;  // Keys whose V a thread loads before accumulating them.
+constexpr int kGroupTile = 8;       // Heads whose P.V accumulate together in registers.
+constexpr int kKeyBatch = 4;        // Keys a warp loads before scoring them.
+constexpr int kValueBatch = 16;     // Keys whose V a thread loads before accumulating them.
+constexpr int kMaxTreeDepth = 128;  // Ancestors (itself included) a tree row may have.
 
 struct Params {
   const float* q = nullptr;  // Row 0 of this launch.
@@ -49,6 +52,9 @@ struct Params {
   float* partials = nullptr;  // ChunkKernel: [rows][num_heads][chunks][head_dim + 2]
   int64_t chunks = 0;         // ceil(num_keys / kChunk)
   HostArray<int64_t, kMaxRows> positions;
+  // kTree: the rows' first slot (the committed length) and each row's parent row in this launch.
+  int64_t tree_base = 0;
+  HostArray<int16_t, kMaxRows> parents;
 };
 
 struct Shared {
@@ -58,7 +64,33 @@ struct Shared {
   float acc[kMaxGroupDims];          // [group][D] running output (FusedKernel).
   float chunk_max[kMaxGroup], chunk_sum[kMaxGroup];
   float run_max[kMaxGroup], run_sum[kMaxGroup];
+  int32_t tree_slot[kMaxTreeDepth];  // kTree: slot of position tree_base + j for the block's row
 };
+
+// kTree: the slots of `row`'s ancestors, root first, itself last, by thread 0. Ends with a barrier.
+template <bool kTree>
+__device__ __forceinline__ void TreeSlots(const Params& p, Shared& s, int row) {
+  if constexpr (kTree) {
+    if (threadIdx.x == 0) {
+      int node = row;
+      for (int64_t j = p.positions.v[row] - p.tree_base; j >= 0; --j) {
+        s.tree_slot[j] = static_cast<int32_t>(p.tree_base + node);
+        node = p.parents.v[node];
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// Where the key of absolute position `pos` lives: slot pos, or (kTree) an ancestor's slot.
+template <bool kTree>
+__device__ __forceinline__ int64_t KeySlot(const Params& p, const Shared& s, int64_t pos) {
+  if constexpr (kTree) {
+    return pos < p.tree_base ? pos : s.tree_slot[pos - p.tree_base];
+  } else {
+    return pos;
+  }
+}
 
 // Visible key range [lo, hi) of a row at `position`, as the CPU op's VisibleKeys.
 __device__ __forceinline__ void VisibleKeys(const Params& p, int64_t position, int64_t* lo,
@@ -107,18 +139,27 @@ __device__ __forceinline__ void LoadQuery(const Params& p, Shared& s, int row, i
 // query value after chunk_max / chunk_sum are in shared memory. Ends without a barrier. Loads of
 // kKeyBatch keys (scores) and kValueBatch keys (P.V) are issued before their first use, from
 // clamped in-range addresses; the arithmetic per (head, key) and per (head, dim) is unchanged.
-template <int kDpl, typename T, typename Emit>
+template <int kDpl, typename T, bool kTree, typename Emit>
 __device__ __forceinline__ void ChunkPartial(const Params& p, Shared& s, int kv_head, int64_t a,
                                              int n, Emit emit) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int D = p.head_dim, G = p.group;
-  const T* kb = static_cast<const T*>(p.k) + a * p.row_size + static_cast<int64_t>(kv_head) * D;
-  const T* vb = static_cast<const T*>(p.v) + a * p.row_size + static_cast<int64_t>(kv_head) * D;
+  // Key i of the chunk (position a + i) starts at kb + KeyRow(i) * row_size.
+  const int64_t first = kTree ? 0 : a;
+  const T* kb = static_cast<const T*>(p.k) + first * p.row_size + static_cast<int64_t>(kv_head) * D;
+  const T* vb = static_cast<const T*>(p.v) + first * p.row_size + static_cast<int64_t>(kv_head) * D;
+  const auto key_row = [&](int64_t i) -> int64_t {
+    if constexpr (kTree) {
+      return KeySlot<kTree>(p, s, a + i);
+    } else {
+      return i;
+    }
+  };
   for (int k0 = warp; k0 < n; k0 += kWarps * kKeyBatch) {
     float kd[kKeyBatch][kDpl];
 #pragma unroll
     for (int b = 0; b < kKeyBatch; ++b) {
-      const int64_t key = min(k0 + b * kWarps, n - 1);
+      const int64_t key = key_row(min(k0 + b * kWarps, n - 1));
 #pragma unroll
       for (int j = 0; j < kDpl; ++j) {
         kd[b][j] = LoadKv(kb, key * p.row_size + min(lane + 32 * j, D - 1));
@@ -176,7 +217,7 @@ __device__ __forceinline__ void ChunkPartial(const Params& p, Shared& s, int kv_
         float v[kValueBatch];
 #pragma unroll
         for (int b = 0; b < kValueBatch; ++b) {
-          v[b] = LoadKv(vb, static_cast<int64_t>(min(k0 + b * splits, n - 1)) * p.row_size + d);
+          v[b] = LoadKv(vb, key_row(min(k0 + b * splits, n - 1)) * p.row_size + d);
         }
 #pragma unroll
         for (int b = 0; b < kValueBatch; ++b) {
@@ -205,7 +246,7 @@ __device__ __forceinline__ void ChunkPartial(const Params& p, Shared& s, int kv_
 }
 
 // Grid (rows, kv_heads): the block walks its row's chunks and merges them as it goes.
-template <int kDpl, typename T>
+template <int kDpl, typename T, bool kTree>
 __global__ void __launch_bounds__(kThreads) FusedKernel(const Params p) {
   StartDependent();
   __shared__ Shared s;
@@ -213,6 +254,7 @@ __global__ void __launch_bounds__(kThreads) FusedKernel(const Params p) {
   const int G = p.group, gd = p.group * p.head_dim;
   int64_t lo, hi;
   VisibleKeys(p, p.positions.v[row], &lo, &hi);
+  TreeSlots<kTree>(p, s, row);
   LoadQuery(p, s, row, kv_head);
   for (int i = threadIdx.x; i < gd; i += kThreads) s.acc[i] = 0.0f;
   if (threadIdx.x < G) {
@@ -223,7 +265,7 @@ __global__ void __launch_bounds__(kThreads) FusedKernel(const Params p) {
   for (int64_t c0 = lo - lo % kChunk; c0 < hi; c0 += kChunk) {
     const int64_t a = max(lo, c0);
     const int n = static_cast<int>(min(hi, c0 + kChunk) - a);
-    ChunkPartial<kDpl, T>(p, s, kv_head, a, n, [&](int g, int, int i, float value) {
+    ChunkPartial<kDpl, T, kTree>(p, s, kv_head, a, n, [&](int g, int, int i, float value) {
       float new_max, old_scale, chunk_scale;
       MergeScales(s.run_max[g], s.chunk_max[g], &new_max, &old_scale, &chunk_scale);
       s.acc[i] = MergeValue(s.acc[i], old_scale, value, chunk_scale);
@@ -245,7 +287,7 @@ __global__ void __launch_bounds__(kThreads) FusedKernel(const Params p) {
 }
 
 // Grid (chunks, rows, kv_heads): one chunk of one row's keys; writes its partials.
-template <int kDpl, typename T>
+template <int kDpl, typename T, bool kTree>
 __global__ void __launch_bounds__(kThreads) ChunkKernel(const Params p) {
   StartDependent();
   __shared__ Shared s;
@@ -254,6 +296,7 @@ __global__ void __launch_bounds__(kThreads) ChunkKernel(const Params p) {
   int64_t lo, hi;
   VisibleKeys(p, p.positions.v[row], &lo, &hi);
   if (chunk < lo / kChunk || chunk > (hi - 1) / kChunk) return;
+  TreeSlots<kTree>(p, s, row);
   LoadQuery(p, s, row, kv_head);
   __syncthreads();
   const int64_t a = max(lo, chunk * kChunk);
@@ -262,8 +305,8 @@ __global__ void __launch_bounds__(kThreads) ChunkKernel(const Params p) {
   float* base = p.partials +
                 (static_cast<int64_t>(row) * p.num_heads + kv_head * p.group) * per_head +
                 chunk * (p.head_dim + 2);
-  ChunkPartial<kDpl, T>(p, s, kv_head, a, n,
-                        [&](int g, int d, int, float value) { base[g * per_head + d] = value; });
+  ChunkPartial<kDpl, T, kTree>(
+      p, s, kv_head, a, n, [&](int g, int d, int, float value) { base[g * per_head + d] = value; });
   if (threadIdx.x < p.group) {
     base[threadIdx.x * per_head + p.head_dim] = s.chunk_max[threadIdx.x];
     base[threadIdx.x * per_head + p.head_dim + 1] = s.chunk_sum[threadIdx.x];

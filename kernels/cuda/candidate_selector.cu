@@ -9,4 +9,11 @@ cudaError_t LaunchSelectorWalk(const Args& args, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+cudaError_t LaunchSelectorScoreTable(const Args& args, float* table, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>(args.slots * args.top_k));
+  SelectorScoreTableKernel<<<grid, kThreads, SharedBytes(args.top_k, args.rank), stream>>>(args,
+                                                                                           table);
+  return cudaGetLastError();
+}
+
 }  // namespace twinspan::cuda::selector_kernel

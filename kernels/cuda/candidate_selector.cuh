@@ -25,6 +25,13 @@ absl::Status SelectorWalk(const Context& ctx, const cpu::SelectorWalkInputs& inp
                           const cpu::SelectorWalkOutputs& outputs,
                           const cpu::SelectorWalkParams& params);
 
+// cpu::SelectorScoreTable on device memory, asynchronous on ctx.stream: one block per (slot,
+// previous candidate), each edge the same in-order sum as the walk's, so the table holds the CPU
+// op's bits. Errors as SelectorWalk's (its limits on top_k and shared memory; any slot count); a
+// candidate id outside [0, V) makes the table NaN.
+absl::Status SelectorScoreTable(const Context& ctx, const cpu::SelectorWalkInputs& inputs,
+                                std::span<float> table, const cpu::SelectorWalkParams& params);
+
 }  // namespace twinspan::cuda
 
 #endif  // TWINSPAN_KERNELS_CUDA_CANDIDATE_SELECTOR_CUH_

@@ -57,6 +57,29 @@ __device__ __noinline__ int Choose(float* slot_scores, int top_k, float temperat
   return top_k - 1;
 }
 
+// Slot s's scores after token `prev`: every thread gathers the gated predecessor row
+// pred[prev] * hp[s] into `gated` ([rank]) and the slot's successor rows into `succ` ([top_k]
+// [rank + 1]), then thread c < top_k returns candidate c's unary logit plus its edge, summed over
+// the rank in index order as the CPU op (other threads' results mean nothing). Has a barrier.
+__device__ inline float SlotScore(const Args& a, int s, int32_t prev, float* gated, float* succ) {
+  const int tid = threadIdx.x, row_stride = a.rank + 1;
+  const float* hp = a.hidden_projection + static_cast<int64_t>(s) * a.rank;
+  for (int r = tid; r < a.rank; r += kThreads) {
+    gated[r] = __fmul_rn(Entry(a.predecessor, a.predecessor_bf16, prev, r, a.rank), hp[r]);
+  }
+  const int32_t* cand = a.candidate_ids + s * a.top_k;
+  for (int idx = tid; idx < a.top_k * a.rank; idx += kThreads) {
+    const int c = idx / a.rank, r = idx % a.rank;
+    succ[c * row_stride + r] = Entry(a.successor, a.successor_bf16, cand[c], r, a.rank);
+  }
+  __syncthreads();
+  if (tid >= a.top_k) return 0.0f;
+  const float* row = succ + tid * row_stride;
+  float edge = 0.0f;
+  for (int r = 0; r < a.rank; ++r) edge = __fadd_rn(edge, __fmul_rn(gated[r], row[r]));
+  return __fadd_rn(a.unary[s * a.top_k + tid], edge);
+}
+
 __global__ void __launch_bounds__(kThreads) SelectorWalkKernel(Args a) {
   extern __shared__ float smem[];
   const int row_stride = a.rank + 1;
@@ -94,22 +117,9 @@ __global__ void __launch_bounds__(kThreads) SelectorWalkKernel(Args a) {
   }
 
   for (int s = 0; s < a.slots; ++s) {
-    const int32_t prev = flags[1];
-    const float* hp = a.hidden_projection + static_cast<int64_t>(s) * a.rank;
-    for (int r = tid; r < a.rank; r += kThreads) {
-      gated[r] = __fmul_rn(Entry(a.predecessor, a.predecessor_bf16, prev, r, a.rank), hp[r]);
-    }
     const int32_t* cand = a.candidate_ids + s * a.top_k;
-    for (int idx = tid; idx < a.top_k * a.rank; idx += kThreads) {
-      const int c = idx / a.rank, r = idx % a.rank;
-      succ[c * row_stride + r] = Entry(a.successor, a.successor_bf16, cand[c], r, a.rank);
-    }
-    __syncthreads();
+    const float score = SlotScore(a, s, flags[1], gated, succ);
     if (tid < a.top_k) {
-      const float* row = succ + tid * row_stride;
-      float edge = 0.0f;
-      for (int r = 0; r < a.rank; ++r) edge = __fadd_rn(edge, __fmul_rn(gated[r], row[r]));
-      const float score = __fadd_rn(a.unary[s * a.top_k + tid], edge);
       slot_scores[tid] = score;
       a.scores[s * a.top_k + tid] = score;
     }
@@ -122,6 +132,28 @@ __global__ void __launch_bounds__(kThreads) SelectorWalkKernel(Args a) {
     }
     __syncthreads();
   }
+}
+
+// Grid (slots * top_k): block (s, i) writes table[s, i, :], the scores of slot s's candidates
+// after candidate i of slot s - 1 (the anchor for slot 0), with the walk's per-slot arithmetic.
+__global__ void __launch_bounds__(kThreads) SelectorScoreTableKernel(Args a, float* table) {
+  extern __shared__ float smem[];
+  float* gated = smem;           // [rank]
+  float* succ = gated + a.rank;  // [top_k][rank + 1]
+  const int tid = threadIdx.x;
+  const int s = blockIdx.x / a.top_k, i = blockIdx.x % a.top_k;
+  const int32_t* cand = a.candidate_ids + s * a.top_k;
+  const int32_t prev = s == 0 ? a.anchor_id : a.candidate_ids[(s - 1) * a.top_k + i];
+  bool bad = prev < 0 || prev >= a.vocab;
+  for (int c = 0; c < a.top_k; ++c) bad = bad || cand[c] < 0 || cand[c] >= a.vocab;
+  if (bad) {  // No codebook row is read for an id outside the vocabulary.
+    for (int c = tid; c < a.top_k; c += kThreads) {
+      table[static_cast<int64_t>(blockIdx.x) * a.top_k + c] = __int_as_float(0x7fc00000);
+    }
+    return;
+  }
+  const float score = SlotScore(a, s, prev, gated, succ);
+  if (tid < a.top_k) table[static_cast<int64_t>(blockIdx.x) * a.top_k + tid] = score;
 }
 
 }  // namespace twinspan::cuda::selector_kernel

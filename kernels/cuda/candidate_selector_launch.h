@@ -41,6 +41,10 @@ struct Args {
 // Enqueues the walk on `stream`; returns the launch's error.
 cudaError_t LaunchSelectorWalk(const Args& args, cudaStream_t stream);
 
+// Enqueues the score table (SelectorScoreTable) of args' slots into `table`; uniforms,
+// temperature and the walk's outputs are unused.
+cudaError_t LaunchSelectorScoreTable(const Args& args, float* table, cudaStream_t stream);
+
 }  // namespace twinspan::cuda::selector_kernel
 
 #endif  // TWINSPAN_KERNELS_CUDA_CANDIDATE_SELECTOR_LAUNCH_H_

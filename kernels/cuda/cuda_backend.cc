@@ -11,10 +11,12 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "kernels/cpu/tree_rows.h"
 #include "kernels/cuda/add.cuh"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/candidate_selector.cuh"
 #include "kernels/cuda/causal_conv1d.cuh"
+#include "kernels/cuda/causal_conv1d_tree.cuh"
 #include "kernels/cuda/cuda_backend_handles.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cuda_weight_store.h"
@@ -24,7 +26,9 @@
 #include "kernels/cuda/exl3_span_linear.cuh"
 #include "kernels/cuda/gated_delta_net.cuh"
 #include "kernels/cuda/gated_delta_net_gates.cuh"
+#include "kernels/cuda/gated_delta_net_tree.cuh"
 #include "kernels/cuda/gated_rms_norm.cuh"
+#include "kernels/cuda/gather_rows.cuh"
 #include "kernels/cuda/kv_cache.cuh"
 #include "kernels/cuda/kv_copy.cuh"
 #include "kernels/cuda/linear.cuh"
@@ -331,6 +335,49 @@ class CudaBackend final : public backend::Backend {
     return cuda::GatedDeltaNet(Ctx(), qkv, g, beta, rows, dims, state_in, state_out, out);
   }
 
+  absl::Status GatherRows(const float* src, int64_t src_stride, absl::Span<const int64_t> rows,
+                          int64_t width, float* dst, int64_t dst_stride) override {
+    DeviceGuard guard(device_);
+    return cuda::GatherRows(Ctx(), src, src_stride, rows.data(), static_cast<int64_t>(rows.size()),
+                            width, dst, dst_stride);
+  }
+
+  absl::Status TreeAttention(const cpu::AttentionShape& shape, const float* q, int64_t q_stride,
+                             absl::Span<const int32_t> parents, int64_t first_slot,
+                             const backend::KvCacheHandle& kv, float* out,
+                             int64_t out_stride) override {
+    ABSL_ASSIGN_OR_RETURN(const CudaKvCache* cache, Ours<CudaKvCache>(kv, "TreeAttention"));
+    DeviceGuard guard(device_);
+    const size_t bytes = TreeAttentionWorkspaceBytes(shape, parents, first_slot);
+    ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> scratch, Scratch(bytes));
+    Context ctx = WithWorkspace(scratch.get());
+    return cuda::TreeAttention(ctx, shape, q, q_stride, parents.data(),
+                               static_cast<int64_t>(parents.size()), first_slot,
+                               cache->cache().view(), out, out_stride);
+  }
+
+  absl::Status CausalConv1dTree(const float* x, absl::Span<const int32_t> parents, int64_t channels,
+                                const float* weight, int64_t kernel, const float* state,
+                                float* y) override {
+    DeviceGuard guard(device_);
+    return cuda::CausalConv1dTree(Ctx(), x, parents.data(), static_cast<int64_t>(parents.size()),
+                                  channels, weight, kernel, state, y);
+  }
+
+  absl::Status GatedDeltaNetTree(const float* qkv, const float* g, const float* beta,
+                                 absl::Span<const int32_t> parents,
+                                 const cpu::GatedDeltaNetDims& dims, const float* state,
+                                 float* out) override {
+    const int64_t rows = static_cast<int64_t>(parents.size());
+    ABSL_RETURN_IF_ERROR(cpu::CheckTreeParents("GatedDeltaNetTree", parents.data(), rows));
+    DeviceGuard guard(device_);
+    // The states of the tree's branching rows, saved while their first subtree runs.
+    ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> scratch,
+                          Scratch(GatedDeltaNetTreeWorkspaceBytes(parents.data(), rows, dims)));
+    return cuda::GatedDeltaNetTree(WithWorkspace(scratch.get()), qkv, g, beta, parents.data(), rows,
+                                   dims, state, out);
+  }
+
   absl::Status GatedRmsNorm(const float* x, const float* gate, int64_t groups, int64_t dim,
                             const float* weight, float eps, float* y) override {
     DeviceGuard guard(device_);
@@ -402,6 +449,12 @@ class CudaBackend final : public backend::Backend {
     return cuda::SelectorWalk(Ctx(), inputs, outputs, params);
   }
 
+  absl::Status SelectorScoreTable(const cpu::SelectorWalkInputs& inputs, std::span<float> table,
+                                  const cpu::SelectorWalkParams& params) override {
+    DeviceGuard guard(device_);
+    return cuda::SelectorScoreTable(Ctx(), inputs, table, params);
+  }
+
   cudaStream_t stream() const { return stream_; }
   // Benchmarks only (CudaBackendExl3PromptRows); the backend is single-threaded by contract.
   void set_exl3_prompt_rows(int rows) { exl3_prompt_rows_ = rows; }
@@ -411,6 +464,18 @@ class CudaBackend final : public backend::Backend {
     Context ctx;
     ctx.stream = stream_;
     ctx.exl3_prompt_rows = exl3_prompt_rows_;
+    return ctx;
+  }
+
+  // A stream-ordered scratch buffer of `bytes` (null for 0), freed after the ops that use it.
+  absl::StatusOr<std::unique_ptr<backend::Buffer>> Scratch(size_t bytes) const {
+    if (bytes == 0) return std::unique_ptr<backend::Buffer>();
+    return PoolBuffer::Allocate(bytes, device_, stream_, pool_);
+  }
+  Context WithWorkspace(backend::Buffer* scratch) const {
+    Context ctx = Ctx();
+    ctx.workspace = scratch != nullptr ? scratch->data() : nullptr;
+    ctx.workspace_bytes = scratch != nullptr ? scratch->bytes() : 0;
     return ctx;
   }
 

@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/linear.h"
+#include "services/drafter/draft_tree.h"
 #include "services/drafter/walk_uniform.h"
 #include "services/target/target_config.h"
 #include "services/target/weight_loader.h"
@@ -75,6 +76,7 @@ absl::StatusOr<std::unique_ptr<Drafter>> Drafter::Create(std::unique_ptr<Drafter
   r.scores = Section(r.elements, slots * k);
   r.probabilities = Section(r.elements, slots * k);
   r.projected = Section(r.elements, slots * rank);
+  r.table = Section(r.elements, slots * k * k);
   static_assert(sizeof(int32_t) == sizeof(float));
   ABSL_ASSIGN_OR_RETURN(r.results, b.AllocateFloats(r.elements));
   return std::unique_ptr<Drafter>(
@@ -182,6 +184,14 @@ absl::StatusOr<Proposal> Drafter::Propose(DraftStream& stream, int32_t pending,
     return absl::InvalidArgumentError(absl::StrFormat(
         "Propose: a sampled walk needs %d uniforms, got %d", slots, options.walk_uniforms.size()));
   }
+  const bool tree = options.tree_nodes > 0;
+  if (tree &&
+      (config.kind != DrafterKind::kDFlash2 || sampled || options.tree_nodes > kMaxTreeNodes)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "Propose: a tree of %d drafts needs a DFlash2 drafter, a greedy walk and at most %d "
+        "nodes",
+        options.tree_nodes, kMaxTreeNodes));
+  }
   std::vector<float> uniforms(options.walk_uniforms.begin(), options.walk_uniforms.end());
   if (sampled && uniforms.empty()) {
     // Proposal s occupies absolute position context_length + 1 + s.
@@ -228,25 +238,35 @@ absl::StatusOr<Proposal> Drafter::Propose(DraftStream& stream, int32_t pending,
     const int64_t rank = config.selector_rank;
     ABSL_RETURN_IF_ERROR(be.Linear(draft_hidden, h, slots, *selector.hidden_projection,
                                    r.at<float>(r.projected), rank));
-    ABSL_RETURN_IF_ERROR(be.SelectorWalk(
-        {.candidate_ids = Span<const int32_t>(candidates, slots * k),
-         .unary = Span<const float>(r.at<float>(r.top_values), slots * k),
-         .hidden_projection = Span<const float>(r.at<float>(r.projected), slots * rank),
-         .predecessor = selector.predecessor_view,
-         .successor = selector.successor_view,
-         .uniforms = sampled ? std::span<const float>(uniforms) : std::span<const float>()},
-        {.proposals = Span<int32_t>(r.at<int32_t>(r.proposals), slots),
-         .scores = Span<float>(r.at<float>(r.scores), slots * k),
-         .probabilities = Span<float>(r.at<float>(r.probabilities), sampled ? slots * k : 0)},
-        {.slots = slots,
-         .top_k = k,
-         .rank = rank,
-         .anchor_id = pending,
-         .temperature = options.temperature}));
+    const cpu::SelectorWalkInputs inputs{
+        .candidate_ids = Span<const int32_t>(candidates, slots * k),
+        .unary = Span<const float>(r.at<float>(r.top_values), slots * k),
+        .hidden_projection = Span<const float>(r.at<float>(r.projected), slots * rank),
+        .predecessor = selector.predecessor_view,
+        .successor = selector.successor_view,
+        .uniforms = sampled ? std::span<const float>(uniforms) : std::span<const float>()};
+    const cpu::SelectorWalkParams params{.slots = slots,
+                                         .top_k = k,
+                                         .rank = rank,
+                                         .anchor_id = pending,
+                                         .temperature = options.temperature};
+    if (tree) {  // Every score a tree may need; the tree itself is built on the host below.
+      ABSL_RETURN_IF_ERROR(
+          be.SelectorScoreTable(inputs, Span<float>(r.at<float>(r.table), slots * k * k), params));
+    } else {
+      ABSL_RETURN_IF_ERROR(be.SelectorWalk(
+          inputs,
+          {.proposals = Span<int32_t>(r.at<int32_t>(r.proposals), slots),
+           .scores = Span<float>(r.at<float>(r.scores), slots * k),
+           .probabilities = Span<float>(r.at<float>(r.probabilities), sampled ? slots * k : 0)},
+          params));
+    }
   }
   // The one wait of the round: everything the host reads, in one copy.
   std::vector<int32_t> results;
-  const int64_t read = config.kind == DrafterKind::kDFlash2 ? r.elements : r.top_values + slots * k;
+  const int64_t read = config.kind != DrafterKind::kDFlash2 ? r.top_values + slots * k
+                       : tree                               ? r.table + slots * k * k
+                                                            : r.table;
   ABSL_RETURN_IF_ERROR(DownloadTo(be, results, *r.results, read));
   const auto ints = [&](int64_t section, int64_t n) {
     return std::vector<int32_t>(results.begin() + section, results.begin() + section + n);
@@ -258,6 +278,16 @@ absl::StatusOr<Proposal> Drafter::Propose(DraftStream& stream, int32_t pending,
   };
   if (config.kind == DrafterKind::kDFlash) {
     proposal.ids = ints(r.candidates, slots);
+  } else if (tree) {
+    proposal.candidate_ids = ints(r.candidates, slots * k);
+    proposal.candidate_logits = floats(r.top_values, slots * k);
+    proposal.selector_projection = floats(r.projected, slots * config.selector_rank);
+    const std::vector<float> table = floats(r.table, slots * k * k);
+    ABSL_ASSIGN_OR_RETURN(DraftTree built,
+                          BuildDraftTree(proposal.candidate_ids, table, slots, k,
+                                         DraftTreeOptions{.nodes = options.tree_nodes}));
+    proposal.ids = std::move(built.ids);
+    proposal.tree_parents = std::move(built.parents);
   } else {
     proposal.ids = ints(r.proposals, slots);
     proposal.walk_scores = floats(r.scores, slots * k);

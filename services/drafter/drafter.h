@@ -40,10 +40,16 @@ struct ProposeOptions {
   uint64_t walk_seed = 0;
   std::span<const float> walk_uniforms;
   bool want_logits = false;  // Return the head's span logits.
+  // DFlash2, greedy: > 0 proposes a tree of this many drafts built best first from the selector's
+  // candidates (draft_tree.h) instead of the walk's chain; 0: the chain.
+  int64_t tree_nodes = 0;
 };
 
 struct Proposal {
-  std::vector<int32_t> ids;         // [B-1] global token ids following `pending`.
+  std::vector<int32_t> ids;  // [B-1] global token ids following `pending` (a tree's nodes).
+  // A tree (ProposeOptions::tree_nodes): the window row each id follows (0: pending, j: ids[j-1]).
+  // Empty: ids are a chain.
+  std::vector<int32_t> tree_parents;
   int64_t columns = 0;              // Head columns per logits row.
   std::vector<float> logits;        // [B-1, columns] when want_logits (after scaling/capping).
   std::vector<int32_t> column_ids;  // [columns] global id of each logits column, when want_logits.
@@ -91,9 +97,10 @@ class Drafter {
   absl::Status AppendTapsInBackend(DraftStream& stream, TapForm form, const float* taps,
                                    int64_t rows) const;
 
-  // Drafts B-1 tokens after `pending` (the token at position stream.context_length()).
-  // InvalidArgument for a pending id outside the vocabulary, a block size outside [2, 16],
-  // sampling a DFlash v1 drafter, or walk_uniforms neither empty nor one per proposal.
+  // Drafts B-1 tokens after `pending` (the token at position stream.context_length()), or a tree
+  // of options.tree_nodes of them. InvalidArgument for a pending id outside the vocabulary, a
+  // block size outside [2, 16], sampling a DFlash v1 drafter, walk_uniforms neither empty nor one
+  // per proposal, or a tree of a DFlash v1 drafter, a sampled walk or more than kMaxTreeNodes.
   absl::StatusOr<Proposal> Propose(DraftStream& stream, int32_t pending,
                                    const ProposeOptions& options) const;
 
@@ -110,6 +117,7 @@ class Drafter {
     int64_t scores = 0;         // [slots, k]
     int64_t probabilities = 0;  // [slots, k]
     int64_t projected = 0;      // [slots, r]
+    int64_t table = 0;          // [slots, k, k] selector scores of a tree, last: a chain skips it
     int64_t elements = 0;       // the sections' total
 
     template <typename T>
@@ -140,6 +148,8 @@ class Drafter {
 
 // Largest block a Propose accepts: the anchors' production range.
 inline constexpr int64_t kMaxBlockSize = 16;
+// Largest tree a Propose builds (a verify window of 128 rows).
+inline constexpr int64_t kMaxTreeNodes = 127;
 
 }  // namespace twinspan::drafter
 

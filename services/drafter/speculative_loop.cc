@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "services/engine/accept_walk.h"
 
 namespace twinspan::drafter {
 namespace {
@@ -63,8 +64,8 @@ absl::StatusOr<SpeculativeResult> SpeculativeGenerate(const target::TargetModel&
   const std::vector<int64_t>& taps = drafter.config().target_layer_ids;
   const int64_t tap_width = static_cast<int64_t>(taps.size()) * target.config().hidden_size;
   const int64_t b = options.block_size == 0 ? drafter.config().block_size : options.block_size;
-  const bool sample_walk =
-      drafter.config().kind == DrafterKind::kDFlash2 && options.sampling.temperature > 0.0f;
+  const bool sample_walk = drafter.config().kind == DrafterKind::kDFlash2 &&
+                           options.sampling.temperature > 0.0f && options.tree_nodes == 0;
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<target::SequenceState> state, target.NewSequence());
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<DraftStream> stream, drafter.NewStream());
   ABSL_ASSIGN_OR_RETURN(target::ForwardResult prefill,
@@ -79,41 +80,53 @@ absl::StatusOr<SpeculativeResult> SpeculativeGenerate(const target::TargetModel&
     const int64_t start = p + static_cast<int64_t>(result.output_ids.size()) - 1;  // pending's
     const int64_t remaining = max_new_tokens - static_cast<int64_t>(result.output_ids.size());
     const int32_t pending = result.output_ids.back();
-    ABSL_ASSIGN_OR_RETURN(
-        Proposal proposal,
-        drafter.Propose(*stream, pending,
-                        {.block_size = std::min(b, remaining + 1),
-                         .temperature = sample_walk ? options.sampling.temperature : 0.0f,
-                         .walk_seed = options.seed}));
+    ProposeOptions propose;
+    propose.block_size = std::min(b, remaining + 1);
+    propose.temperature = sample_walk ? options.sampling.temperature : 0.0f;
+    propose.walk_seed = options.seed;
+    propose.tree_nodes = options.tree_nodes;
+    ABSL_ASSIGN_OR_RETURN(Proposal proposal, drafter.Propose(*stream, pending, propose));
+    engine::DraftProposal drafts;
+    drafts.ids.assign(proposal.ids.begin(), proposal.ids.end());
+    drafts.parents.assign(proposal.tree_parents.begin(), proposal.tree_parents.end());
     std::vector<int32_t> window = {pending};
     window.insert(window.end(), proposal.ids.begin(), proposal.ids.end());
+    const std::vector<int32_t> parents =
+        drafts.is_tree() ? drafts.WindowParents() : std::vector<int32_t>();
     target::ForwardResult verify;
-    ABSL_RETURN_IF_ERROR(target.Forward(
-        *state, {.tokens = window, .logits = target::LogitsRows::kAll, .tap_layer_ids = taps},
-        &verify));
-    // Row i's token (position start + i + 1) is the target's own draw; accept draft i while it
-    // equals that draw, then the first differing draw is the bonus.
-    std::vector<int32_t> kept;
-    for (int64_t i = 0;
-         i < static_cast<int64_t>(window.size()) && static_cast<int64_t>(kept.size()) < remaining;
-         ++i) {
-      ABSL_ASSIGN_OR_RETURN(const int32_t token,
-                            SampleRow(verify.logits.data() + i * vocab, vocab, options.sampling,
-                                      options.seed, start + i + 1));
-      kept.push_back(token);
-      if (i >= static_cast<int64_t>(proposal.ids.size()) || token != proposal.ids[i]) break;
-    }
-    const int64_t produced = static_cast<int64_t>(kept.size());
-    result.output_ids.insert(result.output_ids.end(), kept.begin(), kept.end());
+    ABSL_RETURN_IF_ERROR(target.Forward(*state,
+                                        {.tokens = window,
+                                         .parents = parents,
+                                         .logits = target::LogitsRows::kAll,
+                                         .tap_layer_ids = taps},
+                                        &verify));
+    // A row's token (at its depth's position) is the target's own draw; the walk follows the
+    // drafts equal to the draws, then the first draw without one is the bonus.
+    ABSL_ASSIGN_OR_RETURN(
+        engine::AcceptedPath path,
+        engine::WalkAccepted(drafts, [&](int64_t row, int64_t depth) -> absl::StatusOr<uint32_t> {
+          ABSL_ASSIGN_OR_RETURN(const int32_t token,
+                                SampleRow(verify.logits.data() + row * vocab, vocab,
+                                          options.sampling, options.seed, start + depth + 1));
+          return static_cast<uint32_t>(token);
+        }));
+    const int64_t produced = std::min<int64_t>(static_cast<int64_t>(path.rows.size()), remaining);
+    path.rows.resize(produced);
+    result.output_ids.insert(result.output_ids.end(), path.tokens.begin(),
+                             path.tokens.begin() + produced);
     // The kept rows are the old pending and the accepted drafts: the target keeps their KV, the
     // drafter their taps.
-    ABSL_RETURN_IF_ERROR(target.Commit(*state, produced));
-    ABSL_RETURN_IF_ERROR(drafter.AppendTaps(
-        *stream, TapForm::kRaw, std::span<const float>(verify.taps.data(), produced * tap_width),
-        produced));
+    ABSL_RETURN_IF_ERROR(target.CommitPath(*state, path.rows));
+    std::vector<float> kept_taps;
+    for (int64_t row : path.rows) {
+      kept_taps.insert(kept_taps.end(), verify.taps.begin() + row * tap_width,
+                       verify.taps.begin() + (row + 1) * tap_width);
+    }
+    ABSL_RETURN_IF_ERROR(drafter.AppendTaps(*stream, TapForm::kRaw, kept_taps, produced));
     result.accept_lengths.push_back(produced);
     result.round_anchors.push_back(pending);
     result.round_proposals.push_back(std::move(proposal.ids));
+    result.round_parents.push_back(std::move(proposal.tree_parents));
   }
   return result;
 }

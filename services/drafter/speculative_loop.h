@@ -21,6 +21,9 @@ struct SpeculativeOptions {
   int64_t block_size = 0;            // 0: the drafter's own.
   sampler::SamplingParams sampling;  // Default greedy.
   uint64_t seed = 0;                 // Keys the target's draws and the DFlash2 walk's.
+  // > 0: each round drafts a tree of this many drafts (a DFlash2 drafter, greedy), verified in
+  // one tree forward and walked with the engine's accept rule (engine/accept_walk.h).
+  int64_t tree_nodes = 0;
 };
 
 struct SpeculativeResult {
@@ -28,12 +31,13 @@ struct SpeculativeResult {
   std::vector<int64_t> accept_lengths;  // Tokens committed per round, bonus included.
   std::vector<int32_t> round_anchors;   // Each round's pending token.
   std::vector<std::vector<int32_t>> round_proposals;  // Each round's drafts (fewer at the end).
+  std::vector<std::vector<int32_t>> round_parents;    // Each round's tree (empty for chains).
 };
 
 // Generates max_new_tokens. Rounds draft min(block_size, remaining + 1) - 1 tokens, as the
-// reference cuts its last blocks. A DFlash2 drafter samples its walk at the request's temperature;
-// a DFlash one drafts greedily. Errors from the target, drafter and sampler; InvalidArgument for
-// an empty prompt or max_new_tokens < 1.
+// reference cuts its last blocks (a tree: that deep). A DFlash2 drafter samples its walk at the
+// request's temperature (trees: greedily); a DFlash one drafts greedily. Errors from the target,
+// drafter and sampler; InvalidArgument for an empty prompt or max_new_tokens < 1.
 absl::StatusOr<SpeculativeResult> SpeculativeGenerate(const target::TargetModel& target,
                                                       const Drafter& drafter,
                                                       absl::Span<const int32_t> prompt,

@@ -54,8 +54,8 @@ class DraftChannel {
   // The proposal of `stream_id` for `round`, waiting until `deadline`. Proposals for other rounds
   // are dropped. DeadlineExceeded when late; Unavailable when the link is lost; the drafter's
   // error for that stream otherwise.
-  virtual absl::StatusOr<std::vector<uint32_t>> Await(uint64_t stream_id, uint32_t round,
-                                                      absl::Time deadline) = 0;
+  virtual absl::StatusOr<DraftProposal> Await(uint64_t stream_id, uint32_t round,
+                                              absl::Time deadline) = 0;
 };
 
 }  // namespace twinspan::engine

@@ -10,12 +10,13 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "services/engine/draft_proposal.h"
 #include "services/engine/prefix_cache_use.h"
 
 namespace twinspan::engine {
 
 struct DrafterInfo {
-  int block_size = 0;        // B: a proposal has B-1 ids
+  int block_size = 0;        // B: a chain proposal has B-1 ids, a tree's are at most B-1 deep
   std::string head_variant;  // "two-span", "full", ...
   int vocab_size = 0;
   std::string tokenizer_sha256;
@@ -26,6 +27,8 @@ struct DrafterInfo {
   std::string drafter_fingerprint;        // the drafter checkpoint's own identity
   int max_streams = 0;
   int64_t max_context = 0;  // positions a session holds
+  // Drafts per proposal when it proposes trees (DFlash2's best-first tree); 0: chains of B-1.
+  int tree_nodes = 0;
 };
 
 // Row-major float tap rows: raw ([rows, n_taps * hidden]) or, when `fused`, already through the
@@ -40,20 +43,19 @@ struct TapRows {
   int64_t first_row = 0;
 };
 
-// One stream's drafter context. Not thread-safe. Each call returns the proposals for the next
-// verify round: B-1 ids following `pending`.
+// One stream's drafter context. Not thread-safe. Each call returns the proposal for the next
+// verify round: drafts following `pending` (a chain of B-1, or a tree of DrafterInfo::tree_nodes).
 class DraftSession {
  public:
   virtual ~DraftSession() = default;
   // InvalidArgument for taps whose shape does not match; ResourceExhausted past max_context;
   // FailedPrecondition when prompt_taps start after row 0 and the session cannot resume the rows
   // before them (the stream then drafts nothing).
-  virtual absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt_ids,
-                                                     const TapRows& prompt_taps,
-                                                     uint32_t pending) = 0;
+  virtual absl::StatusOr<DraftProposal> Open(absl::Span<const uint32_t> prompt_ids,
+                                             const TapRows& prompt_taps, uint32_t pending) = 0;
   // `ids` entered the target's context (old pending + accepted drafts), one tap row each.
-  virtual absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
-                                                       const TapRows& taps, uint32_t pending) = 0;
+  virtual absl::StatusOr<DraftProposal> Commit(absl::Span<const uint32_t> ids, const TapRows& taps,
+                                               uint32_t pending) = 0;
   // Prompt rows the last Open resumed from the model's prefix cache (0 without one).
   virtual int64_t resumed_rows() const { return 0; }
 };

@@ -13,7 +13,7 @@ absl::Status InProcessDraftChannel::Open(const DraftOpen& open) {
     box_.Put(open.stream_id, 1, session.status());
     return absl::OkStatus();
   }
-  absl::StatusOr<std::vector<uint32_t>> ids =
+  absl::StatusOr<DraftProposal> ids =
       (*session)->Open(open.prompt_ids, open.prompt_taps, open.pending);
   {
     absl::MutexLock lock(&mu_);
@@ -47,9 +47,8 @@ void InProcessDraftChannel::Close(uint64_t stream_id) {
   box_.Forget(stream_id);
 }
 
-absl::StatusOr<std::vector<uint32_t>> InProcessDraftChannel::Await(uint64_t stream_id,
-                                                                   uint32_t round,
-                                                                   absl::Time deadline) {
+absl::StatusOr<DraftProposal> InProcessDraftChannel::Await(uint64_t stream_id, uint32_t round,
+                                                           absl::Time deadline) {
   return box_.Await(stream_id, round, deadline);
 }
 

@@ -23,8 +23,8 @@ class InProcessDraftChannel : public DraftChannel {
   absl::Status Open(const DraftOpen& open) override;
   absl::Status Commit(const DraftCommit& commit) override;
   void Close(uint64_t stream_id) override;
-  absl::StatusOr<std::vector<uint32_t>> Await(uint64_t stream_id, uint32_t round,
-                                              absl::Time deadline) override;
+  absl::StatusOr<DraftProposal> Await(uint64_t stream_id, uint32_t round,
+                                      absl::Time deadline) override;
 
   // Test hooks: a dead drafter (every call Unavailable) and its restart (a new epoch).
   void Kill();

@@ -7,7 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/metrics/serving_metrics.h"
+#include "common/status.h"
 #include "kernels/cpu/mask_logits.h"
+#include "services/engine/accept_walk.h"
 #include "services/engine/context_copy.h"
 #include "services/engine/draft_picker.h"
 #include "services/engine/proposal_box.h"
@@ -28,11 +30,13 @@ struct LaneEngine::Stream {
   bool drafting = false;
   uint64_t draft_epoch = 0;
   std::vector<int64_t> tap_layer_ids;
-  std::vector<uint32_t> drafts;    // this round's, verified
-  std::vector<TokenMask> allowed;  // this round's, one per window row (structured output)
+  DraftProposal proposal;               // this round's drafts, verified
+  std::vector<int32_t> window_parents;  // a tree window's row parents; empty for a chain
+  std::vector<TokenMask> allowed;       // this round's, one per window row (structured output)
   std::optional<DraftWindow> window;
   // Context-copy drafts: the stream's context (prompt and completion) indexed by n-grams; null
-  // when off for this stream. This round's source, and each source's proposal, to learn from.
+  // when off for this stream. This round's source, and each source's proposal, to learn from (a
+  // tree's is its main chain, its likeliest path).
   std::unique_ptr<ContextCopyIndex> copy_index;
   DraftPicker picker;
   DraftSource source = DraftSource::kDrafter;
@@ -107,6 +111,7 @@ absl::StatusOr<uint32_t> LaneEngine::RowToken(const WindowOutput& out, int64_t r
 absl::Status LaneEngine::ConstrainWindow(Stream& s) {
   s.allowed.clear();
   if (s.request.constraint == nullptr) return absl::OkStatus();
+  // REQUIRES: a chain proposal (RunRound verifies a constrained stream's tree as its main chain).
   std::unique_ptr<TokenConstraint> ahead = s.request.constraint->Clone();
   for (size_t row = 0;; ++row) {
     TokenMask mask;
@@ -119,13 +124,14 @@ absl::Status LaneEngine::ConstrainWindow(Stream& s) {
       }
       // The draft before ended the output (an end id): verify without it, nothing may follow.
       // Its row keeps its mask: the window's last row still draws under the grammar.
-      s.drafts.resize(row - 1);
+      s.proposal.ids.resize(row - 1);
       return absl::OkStatus();
     }
     s.allowed.push_back(std::move(mask));
-    if (row == s.drafts.size()) return absl::OkStatus();
-    if (!s.allowed.back().allows(s.drafts[row]) || !ahead->Advance(s.drafts[row]).ok()) {
-      s.drafts.resize(row);  // the masked draw could never equal it
+    if (row == s.proposal.ids.size()) return absl::OkStatus();
+    if (!s.allowed.back().allows(s.proposal.ids[row]) ||
+        !ahead->Advance(s.proposal.ids[row]).ok()) {
+      s.proposal.ids.resize(row);  // the masked draw could never equal it
       return absl::OkStatus();
     }
   }
@@ -142,6 +148,11 @@ absl::StatusOr<std::unique_ptr<LaneEngine>> LaneEngine::Start(const EngineOption
   }
   if (options.max_waiting < 0 || options.max_tokens_limit < 1) {
     return absl::InvalidArgumentError("engine: max_waiting >= 0 and max_tokens_limit >= 1");
+  }
+  if (options.max_draft_nodes < 0 || options.max_draft_nodes > 255) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "engine: max_draft_nodes must be in [0, 255] (a window of at most 256 rows), got ",
+        options.max_draft_nodes));
   }
   if (options.context_copy_ngram < 0 || options.context_copy_ngram > kMaxContextCopyNgram ||
       options.context_copy_max_tokens < 1 || options.context_copy_max_tokens > 64) {
@@ -456,24 +467,27 @@ bool LaneEngine::Emit(Stream& s, std::vector<uint32_t> ids) {
   return false;
 }
 
+int64_t LaneEngine::ContextRoom(const Stream& s) const {
+  return std::max<int64_t>(0, model_->info().max_context - s.sequence->length() - 1);
+}
+
 int64_t LaneEngine::DraftRoom(const Stream& s) const {
   // Drafts past max_tokens or the context could never be emitted.
   const int64_t room_tokens =
       s.request.max_tokens - static_cast<int64_t>(s.summary.completion_ids.size()) - 1;
-  const int64_t room_context = model_->info().max_context - s.sequence->length() - 1;
-  return std::max<int64_t>(0, std::min(room_tokens, room_context));
+  return std::max<int64_t>(0, std::min(room_tokens, ContextRoom(s)));
 }
 
 void LaneEngine::PickContextCopy(Stream& s) const {
   s.source = DraftSource::kDrafter;
   s.copy_proposal.clear();
   if (s.done || s.copy_index == nullptr) return;
-  s.drafter_proposal = s.drafts;
+  s.drafter_proposal = s.proposal.is_tree() ? s.proposal.MainChain().ids : s.proposal.ids;
   const int64_t room = std::min<int64_t>(options_.context_copy_max_tokens, DraftRoom(s));
   s.copy_proposal = s.copy_index->Propose(static_cast<int>(room));
-  if (s.picker.Pick(static_cast<int64_t>(s.drafts.size()),
+  if (s.picker.Pick(static_cast<int64_t>(s.drafter_proposal.size()),
                     static_cast<int64_t>(s.copy_proposal.size())) == DraftSource::kContextCopy) {
-    s.drafts = s.copy_proposal;
+    s.proposal = DraftProposal{s.copy_proposal, {}};
     s.source = DraftSource::kContextCopy;
   }
 }
@@ -542,7 +556,8 @@ void LaneEngine::RunRound() {
   const absl::Time draft_deadline = draft_start + options_.draft_timeout;
   for (auto& sp : live_) {
     Stream& s = *sp;
-    s.drafts.clear();
+    s.proposal = DraftProposal{};
+    s.window_parents.clear();
     if (s.done || !s.drafting) continue;
     if (!channel_->ready() || channel_->epoch() != s.draft_epoch) {
       s.drafting = false;  // the drafter restarted or left: this stream's context there is gone
@@ -551,52 +566,65 @@ void LaneEngine::RunRound() {
       continue;
     }
     const bool request_first = s.request.deadline < draft_deadline;
-    absl::StatusOr<std::vector<uint32_t>> drafts =
+    absl::StatusOr<DraftProposal> proposal =
         channel_->Await(s.id, s.round + 1, request_first ? s.request.deadline : draft_deadline);
-    if (request_first && absl::IsDeadlineExceeded(drafts.status())) {
+    if (request_first && absl::IsDeadlineExceeded(proposal.status())) {
       // The request ran out, not the drafter: no fallback, and no verify it could not emit.
       Fail(s, absl::DeadlineExceededError(DeadlineMessage(s, "while it waited for proposals")));
       continue;
     }
-    if (drafts.ok()) {
+    if (proposal.ok()) {
       // The drafter took the prompt: later streams of its epoch may resume the cached prefix.
       if (s.round == 0) model_->GaveDrafterPrefix(s.request.prompt_ids, s.draft_epoch);
-      s.drafts = *std::move(drafts);
       const int block = channel_->peer().block_size;
-      if (!UsableProposal(s.drafts, vocab, block)) {  // a bad drafter never reaches the verifier
+      // A bad drafter never reaches the verifier: a malformed proposal drafts nothing.
+      const bool usable = proposal->is_tree()
+                              ? proposal->Validate(vocab, options_.max_draft_nodes).ok()
+                              : UsableProposal(proposal->ids, vocab, block);
+      if (usable) {
+        s.proposal = *std::move(proposal);
+      } else {
         if (!s.summary.draft_degraded) {
           spdlog::warn(
-              "[{}] the drafter proposed {} ids for a block of {} (vocabulary {}) or an "
-              "id outside the vocabulary; rounds run without those drafts",
-              s.request.request_id, s.drafts.size(), block, vocab);
+              "[{}] the drafter proposed {} ids for a block of {} (vocabulary {}): too many, an "
+              "id outside the vocabulary or a parent that is not an earlier row; rounds run "
+              "without those drafts",
+              s.request.request_id, proposal->ids.size(), block, vocab);
         }
-        s.drafts.clear();
         s.summary.draft_degraded = true;
         if (metrics_ != nullptr) metrics_->RecordDraftFallback(s.summary.head_variant);
       }
+      if (s.proposal.is_tree() && !info.verifies_trees) s.proposal = s.proposal.MainChain();
     } else {
       s.summary.draft_degraded = true;
       if (metrics_ != nullptr) metrics_->RecordDraftFallback(channel_->peer().head_variant);
       if (s.round == 0 && s.summary.cached_prompt_tokens > 0 &&
-          absl::IsFailedPrecondition(drafts.status())) {
+          absl::IsFailedPrecondition(proposal.status())) {
         // The drafter lost the prefix this stream resumed: the next stream gives it again.
         model_->ForgetDrafterPrefix(s.request.prompt_ids);
       }
-      if (!absl::IsDeadlineExceeded(drafts.status())) {
+      if (!absl::IsDeadlineExceeded(proposal.status())) {
         spdlog::warn("[{}] drafter lost, decoding without drafts: {}", s.request.request_id,
-                     drafts.status().ToString());
+                     proposal.status().ToString());
         ReleaseDraft(s);
       }
     }
-    // Drafts past max_tokens or the context could never be emitted; the window bounds the rest.
-    const int64_t window = s.window->Size(static_cast<int>(s.drafts.size()));
-    s.drafts.resize(std::max<int64_t>(0, std::min<int64_t>(window, DraftRoom(s))));
+    // Drafts past max_tokens could never be emitted; a window needs a context slot per row. The
+    // draft window is a node budget: a tree keeps its best-first drafts up to it (still a tree,
+    // so the accept walk gives plain decoding's tokens), a chain its first drafts.
+    const int64_t window = s.window->Size(static_cast<int>(s.proposal.ids.size()));
+    s.proposal.Prune(DraftRoom(s), std::min(window, ContextRoom(s)));
   }
   // The copy is picked first, so the grammar checks and masks the window that is verified.
   for (auto& sp : live_) {
     PickContextCopy(*sp);
     if (sp->done) continue;
+    // Structured output masks the rows of one path: a tree is verified as its main chain.
+    if (sp->request.constraint != nullptr && sp->proposal.is_tree()) {
+      sp->proposal = sp->proposal.MainChain();
+    }
     if (absl::Status status = ConstrainWindow(*sp); !status.ok()) Fail(*sp, status);
+    if (sp->proposal.is_tree()) sp->window_parents = sp->proposal.WindowParents();
   }
   const double draft_seconds = Seconds(absl::Now() - draft_start);
 
@@ -608,13 +636,13 @@ void LaneEngine::RunRound() {
     if (sp->done) continue;
     verifying.push_back(sp.get());
     windows.push_back({sp->pending});
-    windows.back().insert(windows.back().end(), sp->drafts.begin(), sp->drafts.end());
+    windows.back().insert(windows.back().end(), sp->proposal.ids.begin(), sp->proposal.ids.end());
   }
   std::vector<VerifyJob> jobs(verifying.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     Stream& s = *verifying[i];
     jobs[i] = VerifyJob{s.sequence.get(),    windows[i], s.tap_layer_ids, &s.window_out, {},
-                        &s.request.sampling, s.allowed};
+                        &s.request.sampling, s.allowed,  s.window_parents};
   }
   if (!jobs.empty()) model_->VerifyBatch(absl::MakeSpan(jobs));
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -632,31 +660,27 @@ void LaneEngine::RunRound() {
     Stream& s = *sp;
     if (s.done) continue;
     const int64_t length = s.sequence->length();
-    const int k = static_cast<int>(s.drafts.size());
-    std::vector<uint32_t> emitted;
-    for (int row = 0; row <= k; ++row) {
-      absl::StatusOr<uint32_t> token =
-          RowToken(s.window_out, row, row, s.request.sampling, length + row + 1,
-                   s.allowed.empty() ? nullptr : &s.allowed[row]);
-      if (!token.ok()) {
-        Fail(s, token.status());
-        break;
-      }
-      if (s.request.constraint != nullptr) {
-        if (absl::Status status = s.request.constraint->Advance(*token); !status.ok()) {
-          Fail(s, status);
-          break;
-        }
-      }
-      emitted.push_back(*token);
-      if (row == k || *token != s.drafts[row]) break;
+    const int k = static_cast<int>(s.proposal.ids.size());
+    absl::StatusOr<AcceptedPath> path =
+        WalkAccepted(s.proposal, [&](int64_t row, int64_t depth) -> absl::StatusOr<uint32_t> {
+          ABSL_ASSIGN_OR_RETURN(
+              uint32_t token,
+              RowToken(s.window_out, row, row, s.request.sampling, length + depth + 1,
+                       s.allowed.empty() ? nullptr : &s.allowed[row]));
+          if (s.request.constraint != nullptr) {
+            ABSL_RETURN_IF_ERROR(s.request.constraint->Advance(token));
+          }
+          return token;
+        });
+    if (!path.ok()) {
+      Fail(s, path.status());
+      continue;
     }
-    if (s.done) continue;
-    const int accepted = static_cast<int>(emitted.size()) - 1;
+    const int accepted = path->accepted();
     s.window->Record(k, accepted);
     if (s.copy_index != nullptr) {  // Both sources learn from what the target emitted.
-      s.picker.Learn(DraftSource::kDrafter, s.drafter_proposal, emitted);
-      s.picker.Learn(DraftSource::kContextCopy, s.copy_proposal, emitted);
+      s.picker.Learn(DraftSource::kDrafter, s.drafter_proposal, path->tokens);
+      s.picker.Learn(DraftSource::kContextCopy, s.copy_proposal, path->tokens);
     }
     s.round += 1;
     s.summary.drafted += k;
@@ -665,7 +689,7 @@ void LaneEngine::RunRound() {
       s.summary.context_copy_drafted += k;
       s.summary.context_copy_accepted += accepted;
     }
-    s.summary.tokens_per_round.push_back(static_cast<uint32_t>(emitted.size()));
+    s.summary.tokens_per_round.push_back(static_cast<uint32_t>(path->tokens.size()));
     s.summary.verify_seconds += verify_seconds;
     s.summary.draft_seconds += draft_seconds;
     if (k > 0 && s.source == DraftSource::kDrafter) {
@@ -673,11 +697,14 @@ void LaneEngine::RunRound() {
     }
     if (metrics_ != nullptr) {
       metrics_->RecordRound(s.summary.head_variant, DraftSourceName(s.source), k, accepted);
+      if (k > 0) {
+        metrics_->RecordDraftShape(s.summary.head_variant, s.proposal.is_tree(), k, accepted);
+      }
     }
     const uint32_t old_pending = s.pending;
-    const uint32_t new_pending = emitted.back();
-    if (Emit(s, std::move(emitted))) continue;
-    absl::Status status = s.sequence->Commit(accepted + 1);
+    const uint32_t new_pending = path->tokens.back();
+    if (Emit(s, path->tokens)) continue;
+    absl::Status status = s.sequence->CommitPath(path->rows);
     if (!status.ok()) {
       Fail(s, status);
       continue;
@@ -689,18 +716,26 @@ void LaneEngine::RunRound() {
     }
     if (!s.drafting) continue;
     if (!channel_->ready() || channel_->epoch() != s.draft_epoch)
-      continue;  // next round falls back
-    std::vector<uint32_t> kept_ids;
-    kept_ids.push_back(old_pending);
-    kept_ids.insert(kept_ids.end(), s.drafts.begin(), s.drafts.begin() + accepted);
+      continue;                                      // next round falls back
+    std::vector<uint32_t> kept_ids = {old_pending};  // The kept rows' tokens, root first.
+    for (size_t i = 1; i < path->rows.size(); ++i) {
+      kept_ids.push_back(s.proposal.ids[path->rows[i] - 1]);
+    }
     const WindowOutput& out = s.window_out;
     const int64_t width = TapWidth(out, s.tap_layer_ids.size(), info.hidden_size);
     absl::Span<const float> kept = absl::MakeConstSpan(out.taps);
     if (out.taps_deferred) {  // Only the kept rows leave the model's device.
-      absl::Status read = s.sequence->ReadTaps(accepted + 1, &s.kept_taps);
+      absl::Status read = s.sequence->ReadTapRows(path->rows, &s.kept_taps);
       if (!read.ok()) {
         Fail(s, read);
         continue;
+      }
+      kept = s.kept_taps;
+    } else if (s.proposal.is_tree()) {  // The kept path's rows, back to back.
+      s.kept_taps.clear();
+      for (int64_t row : path->rows) {
+        s.kept_taps.insert(s.kept_taps.end(), out.taps.begin() + row * width,
+                           out.taps.begin() + (row + 1) * width);
       }
       kept = s.kept_taps;
     }

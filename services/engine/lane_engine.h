@@ -1,7 +1,8 @@
 // The lane engine: one thread runs rounds over every live stream. A round awaits each stream's
-// proposals, verifies every stream's window [pending, d1..dk] in one VerifierModel::VerifyBatch
-// call (one forward on the target), samples every row with the keyed sampler, accepts drafts up
-// to the first mismatch plus one token, commits, and sends the drafter the kept rows' taps. Streams
+// proposals, verifies every stream's window [pending, d1..dk] (a chain, or a tree of drafts) in
+// one VerifierModel::VerifyBatch call (one forward on the target), samples every row with the
+// keyed sampler, accepts the drafts the draws agree with plus one token (accept_walk.h), commits
+// that path, and sends the drafter the kept rows' taps. Streams
 // are admitted between rounds. A drafter that fails or misses the deadline only costs drafts: the
 // tokens are those of plain decoding. Aborts, cancels and request deadlines are checked between
 // rounds and between prefill chunks, and cut a round's wait for proposals short.
@@ -40,7 +41,9 @@ struct EngineOptions {
   int max_tokens_limit = 4096;                             // the largest max_tokens accepted
   absl::Duration draft_timeout = absl::Milliseconds(500);  // per round, all streams together
   DraftWindowOptions draft_window;                         // how many proposals a round verifies
-  std::string name = "target";                             // for logs
+  // Drafts one proposal may hold (a tree's nodes, a chain's length); a larger one drafts nothing.
+  int max_draft_nodes = 64;
+  std::string name = "target";  // for logs
   // Context-copy drafts: when the context's last n tokens occurred earlier, the tokens after that
   // occurrence are a draft, verified instead of the drafter's block when its expected accept is
   // longer (DraftPicker). n in [1, 64]; 0 turns them off.
@@ -96,6 +99,8 @@ class LaneEngine {
   void RunRound();
   // Emits `ids` (one round's tokens) to the stream; returns true when the stream finished.
   bool Emit(Stream& stream, std::vector<uint32_t> ids);
+  // Rows this round's window may add: the context leaves room.
+  int64_t ContextRoom(const Stream& stream) const;
   // Drafts this round's window may hold: max_tokens and the context both leave room.
   int64_t DraftRoom(const Stream& stream) const;
   // Replaces the stream's drafts by a context copy when the copy's expected accept is longer.

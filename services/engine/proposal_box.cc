@@ -14,8 +14,7 @@ bool UsableProposal(const std::vector<uint32_t>& ids, int vocab_size, int block_
   return true;
 }
 
-void ProposalBox::Put(uint64_t stream_id, uint32_t round,
-                      absl::StatusOr<std::vector<uint32_t>> answer) {
+void ProposalBox::Put(uint64_t stream_id, uint32_t round, absl::StatusOr<DraftProposal> answer) {
   absl::MutexLock lock(&mu_);
   auto it = answers_.find(stream_id);
   if (it != answers_.end() && it->second.round > round) {
@@ -25,8 +24,8 @@ void ProposalBox::Put(uint64_t stream_id, uint32_t round,
   answers_[stream_id] = Answer{round, std::move(answer)};
 }
 
-absl::StatusOr<std::vector<uint32_t>> ProposalBox::Await(uint64_t stream_id, uint32_t round,
-                                                         absl::Time deadline) {
+absl::StatusOr<DraftProposal> ProposalBox::Await(uint64_t stream_id, uint32_t round,
+                                                 absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   auto arrived = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!failure_.ok()) return true;
@@ -45,9 +44,8 @@ absl::StatusOr<std::vector<uint32_t>> ProposalBox::Await(uint64_t stream_id, uin
                                             " is for round ", it->second.round, ", ahead of round ",
                                             round));
   }
-  absl::StatusOr<std::vector<uint32_t>> value = std::move(it->second.value);
-  answers_.erase(it);
-  return value;
+  auto answer = answers_.extract(it);
+  return std::move(answer.mapped().value);
 }
 
 void ProposalBox::Forget(uint64_t stream_id) {

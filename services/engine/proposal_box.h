@@ -12,18 +12,18 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "services/engine/draft_proposal.h"
 
 namespace twinspan::engine {
 
 // Thread-safe.
 class ProposalBox {
  public:
-  // Stores the drafter's answer for (stream, round): ids, or a per-stream error.
-  void Put(uint64_t stream_id, uint32_t round, absl::StatusOr<std::vector<uint32_t>> answer);
+  // Stores the drafter's answer for (stream, round): a proposal, or a per-stream error.
+  void Put(uint64_t stream_id, uint32_t round, absl::StatusOr<DraftProposal> answer);
   // Waits for (stream, round) until `deadline`; a stored answer for an older round is stale and
   // discarded. DeadlineExceeded when none came; Unavailable after Fail().
-  absl::StatusOr<std::vector<uint32_t>> Await(uint64_t stream_id, uint32_t round,
-                                              absl::Time deadline);
+  absl::StatusOr<DraftProposal> Await(uint64_t stream_id, uint32_t round, absl::Time deadline);
   void Forget(uint64_t stream_id);
   // Wakes every waiter with `status` and drops stored answers (the link is gone).
   void Fail(absl::Status status);
@@ -35,7 +35,7 @@ class ProposalBox {
  private:
   struct Answer {
     uint32_t round = 0;
-    absl::StatusOr<std::vector<uint32_t>> value;
+    absl::StatusOr<DraftProposal> value;
   };
   mutable absl::Mutex mu_;
   std::map<uint64_t, Answer> answers_ ABSL_GUARDED_BY(mu_);

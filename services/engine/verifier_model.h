@@ -30,6 +30,9 @@ struct VerifierInfo {
   int num_layers = 0;   // decoder layers: a drafter may ask for taps of layers [0, num_layers)
   std::string checkpoint_fingerprint;
   std::string backend = "cpu";  // where the model runs: Backend::name(), "cpu" or "cuda:N"
+  // Sequences take tree windows (VerifyJob::parents, CommitPath and ReadTapRows of any path);
+  // false: chains only, and the engine verifies a tree proposal's main chain.
+  bool verifies_trees = false;
 };
 
 struct SamplingOptions {
@@ -93,8 +96,28 @@ class VerifierSequence {
   // Runs `window` after the committed rows; nothing is kept until Commit.
   virtual absl::Status Verify(absl::Span<const uint32_t> window,
                               const std::vector<int64_t>& tap_layer_ids, WindowOutput* out) = 0;
+  // Runs `window` as a tree after the committed rows: row r follows row parents[r]
+  // (kernels/cpu/tree_rows.h) and gets what a chain Verify of its path gives its last row. Empty
+  // parents: Verify. Unimplemented unless VerifierInfo::verifies_trees.
+  virtual absl::Status VerifyTree(absl::Span<const uint32_t> window,
+                                  absl::Span<const int32_t> parents,
+                                  const std::vector<int64_t>& tap_layer_ids, WindowOutput* out) {
+    if (parents.empty()) return Verify(window, tap_layer_ids, out);
+    return absl::UnimplementedError("VerifyTree: this sequence verifies chains only");
+  }
   // Keeps the first n_keep rows of the last Verify. REQUIRES: a Verify is pending.
   virtual absl::Status Commit(int64_t n_keep) = 0;
+  // Keeps the rows of `path` of the last Verify (0..n-1 of a chain; a tree's from its root, each
+  // row the parent of the next). Rows 0..n-1 are Commit(n); others Unimplemented unless
+  // VerifierInfo::verifies_trees.
+  virtual absl::Status CommitPath(absl::Span<const int64_t> path) {
+    for (size_t i = 0; i < path.size(); ++i) {
+      if (path[i] != static_cast<int64_t>(i)) {
+        return absl::UnimplementedError("CommitPath: this sequence commits prefixes only");
+      }
+    }
+    return Commit(static_cast<int64_t>(path.size()));
+  }
   // The first `rows` tap rows of the last Verify ([rows, tap_width] into `out`), which left them
   // with the sequence (WindowOutput::taps_deferred); valid after its Commit, until the next
   // Verify. FailedPrecondition when none are held; InvalidArgument for rows outside [0, held].
@@ -102,6 +125,17 @@ class VerifierSequence {
     (void)rows;
     (void)out;
     return absl::FailedPreconditionError("ReadTaps: this sequence never defers its taps");
+  }
+  // The tap rows `rows` of the last Verify, in that order ([rows.size(), tap_width] into `out`),
+  // as ReadTaps: a tree's kept path. Rows 0..n-1 are ReadTaps(n); others Unimplemented unless
+  // VerifierInfo::verifies_trees.
+  virtual absl::Status ReadTapRows(absl::Span<const int64_t> rows, std::vector<float>* out) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] != static_cast<int64_t>(i)) {
+        return absl::UnimplementedError("ReadTapRows: this sequence reads prefixes only");
+      }
+    }
+    return ReadTaps(static_cast<int64_t>(rows.size()), out);
   }
 };
 
@@ -113,11 +147,13 @@ struct VerifyJob {
   WindowOutput* out = nullptr;
   absl::Status status;  // Set by VerifyBatch: this job's result.
   // The stream's sampling; a model that samples on its device draws every row itself (row r is
-  // the token at position sequence->length() + r + 1) into out->tokens. Null: logits only.
+  // the token at position sequence->length() + depth(r) + 1) into out->tokens. Null: logits only.
   const SamplingOptions* sampling = nullptr;
   // Structured output: one mask per window row, the ids row r may draw (a device draw masks the
   // others). Empty: any id.
   absl::Span<const TokenMask> allowed;
+  // Empty: the window is a chain. Else the parent of each window row: a tree (VerifyTree).
+  absl::Span<const int32_t> parents;
 };
 
 // Immutable and thread-safe after construction.
@@ -146,10 +182,10 @@ class VerifierModel {
     for (VerifyJob& job : jobs) {
       job.status = job.sequence == nullptr
                        ? absl::InvalidArgumentError("VerifyBatch: a job without a sequence")
-                       : job.sequence->Verify(job.window,
-                                              std::vector<int64_t>(job.tap_layer_ids.begin(),
-                                                                   job.tap_layer_ids.end()),
-                                              job.out);
+                       : job.sequence->VerifyTree(job.window, job.parents,
+                                                  std::vector<int64_t>(job.tap_layer_ids.begin(),
+                                                                       job.tap_layer_ids.end()),
+                                                  job.out);
     }
   }
 };

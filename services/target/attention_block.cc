@@ -58,11 +58,14 @@ absl::Status AttentionBlockForward(backend::Backend& be, const AttentionBlockSha
     const RowSegment& seg = rows.segments[s];
     backend::KvCacheHandle& kv = *states[s]->kv;
     const int64_t r0 = seg.first_row;
-    ABSL_RETURN_IF_ERROR(be.KvWrite(kv, seg.positions, k->floats() + r0 * kv_width, kv_width,
+    ABSL_RETURN_IF_ERROR(be.KvWrite(kv, seg.slots, k->floats() + r0 * kv_width, kv_width,
                                     v->floats() + r0 * kv_width, kv_width));
-    ABSL_RETURN_IF_ERROR(be.Attention(attention, q + r0 * q_width, q_width, seg.positions, kv,
-                                      seg.positions.back() + 1, attn->floats() + r0 * q_width,
-                                      q_width));
+    ABSL_RETURN_IF_ERROR(
+        seg.parents.empty()
+            ? be.Attention(attention, q + r0 * q_width, q_width, seg.positions, kv,
+                           seg.positions.back() + 1, attn->floats() + r0 * q_width, q_width)
+            : be.TreeAttention(attention, q + r0 * q_width, q_width, seg.parents, seg.first_slot,
+                               kv, attn->floats() + r0 * q_width, q_width));
   }
   if (shape.output_gate) {  // attn *= sigmoid(gate), per head of d values.
     ABSL_RETURN_IF_ERROR(

@@ -49,9 +49,9 @@ absl::StatusOr<AttentionBlockHandles> UploadAttentionBlock(backend::Backend& bac
                                                            const AttentionBlockWeights& weights);
 
 // out[rows, hidden] = attention of the normed input x[rows, hidden]: for each segment s, its rows'
-// K/V are written into states[s]->kv at the segment's positions, then its rows attend over that
-// cache. x and out are backend memory. Errors from the ops (InvalidArgument, OutOfRange for a
-// position past a cache).
+// K/V are written into states[s]->kv at the segment's slots, then its rows attend over that cache
+// (a tree's each over the committed rows and its ancestors). x and out are backend memory. Errors
+// from the ops (InvalidArgument, OutOfRange for a position past a cache).
 absl::Status AttentionBlockForward(backend::Backend& backend, const AttentionBlockShape& shape,
                                    const AttentionBlockHandles& weights, const float* x,
                                    const LayerRows& rows, absl::Span<LayerState* const> states,

@@ -1,5 +1,6 @@
 #include "services/target/decoder_model.h"
 
+#include <algorithm>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/tree_rows.h"
 #include "services/target/forward_batch.h"
 
 namespace twinspan::target {
@@ -68,7 +70,8 @@ absl::StatusOr<LayerState> DecoderModel::NewLayerState(int64_t layer) const {
   return state;
 }
 
-absl::Status DecoderModel::CommitLayer(int64_t, LayerState&, int64_t, int64_t) const {
+absl::Status DecoderModel::CommitLayer(int64_t, LayerState&, absl::Span<const int64_t>,
+                                       int64_t) const {
   return absl::OkStatus();
 }
 
@@ -108,6 +111,13 @@ absl::Status DecoderModel::CheckForward(const SequenceState& state,
     }
   }
   ABSL_RETURN_IF_ERROR(state.CheckForward(rows));
+  if (!request.parents.empty()) {
+    if (static_cast<int64_t>(request.parents.size()) != rows) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "a tree forward of %d tokens with %d parents", rows, request.parents.size()));
+    }
+    ABSL_RETURN_IF_ERROR(cpu::CheckTreeParents("tree forward", request.parents.data(), rows));
+  }
   if (request.logits_out_row < 0) {
     return absl::InvalidArgumentError(
         absl::StrFormat("logits_out_row %d is negative", request.logits_out_row));
@@ -155,12 +165,13 @@ absl::Status DecoderModel::ForwardBatch(absl::Span<const SequenceForward> batch)
     }
   }
   for (const SequenceForward& e : batch) {
-    ABSL_RETURN_IF_ERROR(e.state->BeginForward(static_cast<int64_t>(e.request->tokens.size())));
+    ABSL_RETURN_IF_ERROR(
+        e.state->BeginForward(static_cast<int64_t>(e.request->tokens.size()), e.request->parents));
   }
   absl::Status status = RunBatch(batch);
   if (!status.ok()) {
     // Drop the failed rows so the sequences stay usable; the forward's error is what matters.
-    for (const SequenceForward& e : batch) CommitLocked(*e.state, 0).IgnoreError();
+    for (const SequenceForward& e : batch) CommitLocked(*e.state, {}).IgnoreError();
   }
   return status;
 }
@@ -190,22 +201,62 @@ absl::Status DecoderModel::RunBatch(absl::Span<const SequenceForward> batch) con
 }
 
 absl::Status DecoderModel::Commit(SequenceState& state, int64_t n_keep) const {
-  absl::MutexLock lock(&mu_);
-  if (!state.OwnedBy(&mu_)) {
-    return absl::InvalidArgumentError("commit of a sequence state made by another model");
-  }
-  return CommitLocked(state, n_keep);
-}
-
-absl::Status DecoderModel::CommitLocked(SequenceState& state, int64_t n_keep) const {
   if (n_keep < 0 || n_keep > state.pending()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("commit of %d rows with %d pending", n_keep, state.pending()));
   }
-  for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
-    ABSL_RETURN_IF_ERROR(CommitLayer(layer, state.layer(layer), n_keep, state.pending()));
+  std::vector<int64_t> path(n_keep);
+  for (int64_t i = 0; i < n_keep; ++i) path[i] = i;
+  return CommitPath(state, path);
+}
+
+absl::Status DecoderModel::CommitPath(SequenceState& state, absl::Span<const int64_t> path) const {
+  absl::MutexLock lock(&mu_);
+  if (!state.OwnedBy(&mu_)) {
+    return absl::InvalidArgumentError("commit of a sequence state made by another model");
   }
-  return state.CommitRows(n_keep);
+  ABSL_RETURN_IF_ERROR(state.CheckPath(path));
+  return CommitLocked(state, path);
+}
+
+absl::Status DecoderModel::CommitLocked(SequenceState& state,
+                                        absl::Span<const int64_t> path) const {
+  // A tree's kept rows from the first one off its place move from the slots they were written to
+  // (length + row) to their positions (length + step); rows already in place stay.
+  size_t in_place = 0;
+  while (in_place < path.size() && path[in_place] == static_cast<int64_t>(in_place)) ++in_place;
+  const absl::Span<const int64_t> moved = path.subspan(in_place);
+  for (int64_t layer = 0; layer < config_.num_layers; ++layer) {
+    LayerState& layer_state = state.layer(layer);
+    if (layer_state.kv != nullptr && !moved.empty()) {
+      ABSL_RETURN_IF_ERROR(MoveKeptRows(*layer_state.kv, state.length(), moved,
+                                        state.length() + static_cast<int64_t>(in_place),
+                                        state.pending()));
+    }
+    ABSL_RETURN_IF_ERROR(CommitLayer(layer, layer_state, path, state.pending()));
+  }
+  return state.CommitRows(static_cast<int64_t>(path.size()));
+}
+
+absl::Status DecoderModel::MoveKeptRows(backend::KvCacheHandle& kv, int64_t first_slot,
+                                        absl::Span<const int64_t> rows, int64_t to,
+                                        int64_t pending) const {
+  backend::Backend& be = backend();
+  const int64_t n = static_cast<int64_t>(rows.size());
+  if (kept_rows_ == nullptr || kept_rows_->capacity() < n || kept_rows_->dtype() != kv.dtype() ||
+      kept_rows_->kv_heads() != kv.kv_heads() || kept_rows_->head_dim() != kv.head_dim()) {
+    ABSL_ASSIGN_OR_RETURN(
+        kept_rows_, be.NewKvCache(kv.dtype(), std::max(n, pending), kv.kv_heads(), kv.head_dim()));
+  }
+  // Sources and destinations overlap in one cache, so the rows go through kept_rows_; a run of
+  // consecutive rows is one copy.
+  for (int64_t i = 0; i < n;) {
+    int64_t run = 1;
+    while (i + run < n && rows[i + run] == rows[i] + run) ++run;
+    ABSL_RETURN_IF_ERROR(be.KvCopy(kv, first_slot + rows[i], *kept_rows_, i, run));
+    i += run;
+  }
+  return be.KvCopy(*kept_rows_, 0, kv, to, n);
 }
 
 absl::StatusOr<std::unique_ptr<PrefixBlock>> DecoderModel::SaveBlock(const SequenceState& state,

@@ -58,6 +58,7 @@ class DecoderModel : public TargetModel {
                                                          int64_t rows) const override;
   absl::Status LoadBlocks(SequenceState& state,
                           absl::Span<const PrefixBlock* const> blocks) const override;
+  absl::Status CommitPath(SequenceState& state, absl::Span<const int64_t> path) const override;
   const backend::EmbeddingHandle& embedding() const override { return *weights_.embedding; }
   const backend::LinearHandle& lm_head() const override { return *weights_.lm_head; }
   backend::Backend& backend() const override { return *backend_.backend; }
@@ -81,15 +82,21 @@ class DecoderModel : public TargetModel {
   // options.context positions and refuses other layer types (Unimplemented).
   virtual absl::StatusOr<LayerState> NewLayerState(int64_t layer) const;
 
-  // Keeps n_keep of the `pending` rows in layer `layer`'s state. The default does nothing, which is
-  // right for KV caches (rows past the committed length are scratch).
-  virtual absl::Status CommitLayer(int64_t layer, LayerState& state, int64_t n_keep,
+  // Keeps the rows of `path` (SequenceState::CheckPath's) of the `pending` rows in layer `layer`'s
+  // recurrent state. KV caches are the DecoderModel's: rows past the committed length are scratch,
+  // and a tree's kept path is copied to its positions before this runs. The default does nothing.
+  virtual absl::Status CommitLayer(int64_t layer, LayerState& state, absl::Span<const int64_t> path,
                                    int64_t pending) const;
 
   const TargetOptions& options() const { return options_; }
 
  private:
-  absl::Status CommitLocked(SequenceState& state, int64_t n_keep) const
+  absl::Status CommitLocked(SequenceState& state, absl::Span<const int64_t> path) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Copies the K/V of `rows` (tree rows written to slots first_slot + row, ascending) to positions
+  // to, to + 1, ... through kept_rows_, sized for `pending` rows at least.
+  absl::Status MoveKeptRows(backend::KvCacheHandle& kv, int64_t first_slot,
+                            absl::Span<const int64_t> rows, int64_t to, int64_t pending) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status RunBatch(absl::Span<const SequenceForward> batch) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -111,6 +118,8 @@ class DecoderModel : public TargetModel {
 
   // Serializes every use of the backend, which runs one op stream and is not thread-safe.
   mutable absl::Mutex mu_;
+  // A tree commit's kept rows on their way to their positions (MoveKeptRows).
+  mutable std::unique_ptr<backend::KvCacheHandle> kept_rows_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace twinspan::target

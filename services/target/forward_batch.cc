@@ -4,6 +4,7 @@
 
 #include "common/status.h"
 #include "kernels/cpu/rope.h"
+#include "kernels/cpu/tree_rows.h"
 
 namespace twinspan::target {
 namespace {
@@ -17,15 +18,22 @@ absl::Status BatchPlan::Build(backend::Backend& backend, const TargetConfig& con
   int64_t rows = 0;
   for (const SequenceForward& e : batch) rows += static_cast<int64_t>(e.request->tokens.size());
   tokens_.reserve(rows);
-  positions_.reserve(rows);  // Reserved: the segments' position spans point into it.
+  positions_.reserve(rows);  // Reserved: the segments' spans point into these.
+  slots_.reserve(rows);
   for (const SequenceForward& e : batch) {
     const int64_t first = static_cast<int64_t>(tokens_.size());
     const int64_t n = static_cast<int64_t>(e.request->tokens.size());
+    const int64_t length = e.state->length();
+    const absl::Span<const int32_t> parents = e.request->parents;
+    const std::vector<int64_t> depth =
+        parents.empty() ? std::vector<int64_t>() : cpu::TreeDepths(parents.data(), n);
     for (int64_t r = 0; r < n; ++r) {
       tokens_.push_back(e.request->tokens[r]);
-      positions_.push_back(e.state->length() + r);
+      positions_.push_back(length + (parents.empty() ? r : depth[r]));
+      slots_.push_back(length + r);
     }
-    segments_.push_back(RowSegment{first, n, absl::MakeConstSpan(positions_).subspan(first, n)});
+    segments_.push_back(RowSegment{first, n, absl::MakeConstSpan(positions_).subspan(first, n),
+                                   absl::MakeConstSpan(slots_).subspan(first, n), length, parents});
     states_.push_back(e.state);
   }
   const int64_t half = config.rotary_dim / 2;

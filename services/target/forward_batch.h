@@ -26,7 +26,8 @@ class BatchPlan {
   BatchPlan(const BatchPlan&) = delete;
   BatchPlan& operator=(const BatchPlan&) = delete;
 
-  // Entry i's rows follow entry i - 1's, at positions state.length() onwards. Op errors.
+  // Entry i's rows follow entry i - 1's, at positions state.length() onwards (a tree's by depth).
+  // Op errors.
   absl::Status Build(backend::Backend& backend, const TargetConfig& config,
                      absl::Span<const SequenceForward> batch);
 
@@ -39,6 +40,7 @@ class BatchPlan {
  private:
   std::vector<int32_t> tokens_;
   std::vector<int64_t> positions_;
+  std::vector<int64_t> slots_;
   std::vector<RowSegment> segments_;
   std::vector<SequenceState*> states_;
   std::unique_ptr<backend::Buffer> rope_;  // [cos rows | sin rows]

@@ -15,7 +15,14 @@ namespace twinspan::target {
 struct RowSegment {
   int64_t first_row = 0;
   int64_t rows = 0;
-  absl::Span<const int64_t> positions;  // Host memory, [rows]: absolute, ascending, contiguous.
+  // Host memory, [rows]: absolute positions; a chain's are ascending and contiguous from
+  // first_slot, a tree's are first_slot + depth.
+  absl::Span<const int64_t> positions;
+  // Host memory, [rows]: where each row's K/V go, first_slot + r (a chain's are its positions).
+  absl::Span<const int64_t> slots;
+  int64_t first_slot = 0;  // The sequence's committed length.
+  // Host memory: empty for a chain, else each row's parent (kernels/cpu/tree_rows.h).
+  absl::Span<const int32_t> parents;
 };
 
 struct LayerRows {

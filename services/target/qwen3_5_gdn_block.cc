@@ -38,6 +38,18 @@ absl::Status RunRecurrence(backend::Backend& be, const GdnBlockShape& shape,
   return be.GatedDeltaNet(conv_out, g, beta, rows, shape.dims, state.ssm().floats(), ssm_end, core);
 }
 
+// The same over a tree's rows, each along its own path from the live state, which stays as it is
+// (a tree has no one end state; its commit replays the kept path).
+absl::Status RunTreeRecurrence(backend::Backend& be, const GdnBlockShape& shape,
+                               const GdnBlockHandles& w, const float* conv_in, const float* g,
+                               const float* beta, absl::Span<const int32_t> parents,
+                               const RecurrentState& state, float* conv_out, float* core) {
+  ABSL_RETURN_IF_ERROR(be.CausalConv1dTree(conv_in, parents, shape.conv_channels(),
+                                           w.conv->floats(), shape.conv_kernel,
+                                           state.conv().floats(), conv_out));
+  return be.GatedDeltaNetTree(conv_out, g, beta, parents, shape.dims, state.ssm().floats(), core);
+}
+
 // in_proj_a's rows, then in_proj_b's: one weight whose outputs are each the same dot product.
 absl::StatusOr<cpu::LinearWeight> StackRows(const cpu::LinearWeight& a,
                                             const cpu::LinearWeight& b) {
@@ -93,7 +105,8 @@ absl::Status GdnBlockForward(backend::Backend& be, const GdnBlockShape& shape,
   std::unique_ptr<backend::Buffer> scratch;  // Several sequences: copied to each replay below.
   if (direct) {
     ABSL_ASSIGN_OR_RETURN(
-        replay, states[0]->recurrent->BeginForward(be, n, n * shape.replay_floats_per_row()));
+        replay, states[0]->recurrent->BeginForward(be, n, n * shape.replay_floats_per_row(),
+                                                   !rows.segments[0].parents.empty()));
   } else {
     ABSL_ASSIGN_OR_RETURN(scratch, be.AllocateFloats(n * (channels + 2 * v_heads)));
   }
@@ -112,22 +125,28 @@ absl::Status GdnBlockForward(backend::Backend& be, const GdnBlockShape& shape,
                                              v_heads, w.a_log->floats(), w.dt_bias->floats(), g,
                                              beta));
   for (size_t s = 0; s < rows.segments.size(); ++s) {  // Each sequence from its own state.
-    const int64_t r0 = rows.segments[s].first_row, m = rows.segments[s].rows;
+    const RowSegment& seg = rows.segments[s];
+    const int64_t r0 = seg.first_row, m = seg.rows;
     RecurrentState& state = *states[s]->recurrent;
     const float* seg_qkv = qkv + r0 * channels;
     const float* seg_g = g + r0 * v_heads;
     const float* seg_beta = beta + r0 * v_heads;
     if (!direct) {
-      ABSL_ASSIGN_OR_RETURN(float* saved,
-                            state.BeginForward(be, m, m * shape.replay_floats_per_row()));
+      ABSL_ASSIGN_OR_RETURN(
+          float* saved,
+          state.BeginForward(be, m, m * shape.replay_floats_per_row(), !seg.parents.empty()));
       ABSL_RETURN_IF_ERROR(be.Copy(saved, seg_qkv, m * channels * kFloat));
       ABSL_RETURN_IF_ERROR(be.Copy(saved + m * channels, seg_g, m * v_heads * kFloat));
       ABSL_RETURN_IF_ERROR(
           be.Copy(saved + m * (channels + v_heads), seg_beta, m * v_heads * kFloat));
     }
-    ABSL_RETURN_IF_ERROR(RunRecurrence(be, shape, w, seg_qkv, seg_g, seg_beta, m, state,
-                                       /*to_end=*/true, conv_out->floats() + r0 * channels,
-                                       core->floats() + r0 * value_width));
+    float* seg_conv_out = conv_out->floats() + r0 * channels;
+    float* seg_core = core->floats() + r0 * value_width;
+    ABSL_RETURN_IF_ERROR(seg.parents.empty()
+                             ? RunRecurrence(be, shape, w, seg_qkv, seg_g, seg_beta, m, state,
+                                             /*to_end=*/true, seg_conv_out, seg_core)
+                             : RunTreeRecurrence(be, shape, w, seg_qkv, seg_g, seg_beta,
+                                                 seg.parents, state, seg_conv_out, seg_core));
   }
   ABSL_RETURN_IF_ERROR(be.GatedRmsNorm(core->floats(), z->floats(), n * v_heads, shape.dims.v_dim,
                                        w.norm->floats(), shape.eps, core->floats()));
@@ -135,34 +154,66 @@ absl::Status GdnBlockForward(backend::Backend& be, const GdnBlockShape& shape,
 }
 
 absl::Status GdnBlockCommit(backend::Backend& be, const GdnBlockShape& shape,
-                            const GdnBlockHandles& w, RecurrentState& state, int64_t n_keep,
-                            int64_t pending) {
+                            const GdnBlockHandles& w, RecurrentState& state,
+                            absl::Span<const int64_t> path, int64_t pending) {
+  const int64_t n_keep = static_cast<int64_t>(path.size());
   if (n_keep == 0 && state.pending_rows() == 0) {
     return absl::OkStatus();  // A forward that failed before this layer: nothing to undo.
   }
-  if (n_keep < 0 || n_keep > pending || state.pending_rows() != pending) {
+  if (n_keep > pending || state.pending_rows() != pending) {
     return absl::InvalidArgumentError(
         absl::StrFormat("Gated DeltaNet commit of %d rows of %d pending, with %d rows saved",
                         n_keep, pending, state.pending_rows()));
   }
+  bool prefix = true;
+  for (int64_t i = 0; i < n_keep; ++i) prefix = prefix && path[i] == i;
   absl::Status status = absl::OkStatus();
-  if (n_keep == pending) {
+  if (n_keep == pending && prefix && !state.pending_tree()) {
     state.KeepEndState();
   } else if (n_keep > 0) {  // The live state is still the start: replay the kept rows on it.
     const int64_t channels = shape.conv_channels(), v_heads = shape.dims.v_heads;
     const float* conv_in = state.replay();
     const float* g = conv_in + pending * channels;
     const float* beta = g + pending * v_heads;
-    // One buffer for the conv output and the (unused) core output: the commit is host-bound.
+    // One buffer for the path's gathered inputs (a tree), the conv output and the (unused) core
+    // output: the commit is host-bound.
+    const int64_t gathered = prefix ? 0 : n_keep * (channels + 2 * v_heads);
     absl::StatusOr<std::unique_ptr<backend::Buffer>> scratch =
-        be.AllocateFloats(n_keep * (channels + shape.value_width()));
-    status = !scratch.ok() ? scratch.status()
-                           : RunRecurrence(be, shape, w, conv_in, g, beta, n_keep, state,
-                                           /*to_end=*/false, (*scratch)->floats(),
-                                           (*scratch)->floats() + n_keep * channels);
+        be.AllocateFloats(gathered + n_keep * (channels + shape.value_width()));
+    status = scratch.status();
+    float* conv_out = scratch.ok() ? (*scratch)->floats() + gathered : nullptr;
+    if (status.ok() && !prefix) {  // The kept path's inputs, back to back.
+      float* to = (*scratch)->floats();
+      status = be.GatherRows(conv_in, channels, path, channels, to, channels);
+      if (status.ok())
+        status = be.GatherRows(g, v_heads, path, v_heads, to + n_keep * channels, v_heads);
+      if (status.ok()) {
+        status = be.GatherRows(beta, v_heads, path, v_heads, to + n_keep * (channels + v_heads),
+                               v_heads);
+      }
+      conv_in = to;
+      g = to + n_keep * channels;
+      beta = g + n_keep * v_heads;
+    }
+    if (status.ok()) {
+      status = RunRecurrence(be, shape, w, conv_in, g, beta, n_keep, state, /*to_end=*/false,
+                             conv_out, conv_out + n_keep * channels);
+    }
   }
   state.EndForward();  // Nothing pending now, whatever happened.
   return status;
+}
+
+absl::Status GdnBlockCommit(backend::Backend& be, const GdnBlockShape& shape,
+                            const GdnBlockHandles& w, RecurrentState& state, int64_t n_keep,
+                            int64_t pending) {
+  if (n_keep < 0 || n_keep > pending) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("Gated DeltaNet commit of %d rows of %d pending", n_keep, pending));
+  }
+  std::vector<int64_t> path(n_keep);
+  for (int64_t i = 0; i < n_keep; ++i) path[i] = i;
+  return GdnBlockCommit(be, shape, w, state, path, pending);
 }
 
 }  // namespace twinspan::target

@@ -64,8 +64,9 @@ absl::StatusOr<std::unique_ptr<RecurrentState>> NewGdnState(backend::Backend& ba
 
 // out[rows, hidden] = the block applied to the normed input x[rows, hidden] (backend memory); for
 // each segment s, writes states[s]->recurrent's state after the segment's rows to its end-state
-// buffers (the live state stays the start until GdnBlockCommit) and keeps each row's replay
-// inputs ([rows, channels] conv input, then [rows, v_heads] g, then [rows, v_heads] beta).
+// buffers (the live state stays the start until GdnBlockCommit; a tree segment, each row along
+// its own path, writes none) and keeps each row's replay inputs ([rows, channels] conv input,
+// then [rows, v_heads] g, then [rows, v_heads] beta).
 // InvalidArgument when a state's sizes disagree with `shape`; op errors.
 absl::Status GdnBlockForward(backend::Backend& backend, const GdnBlockShape& shape,
                              const GdnBlockHandles& weights, const float* x, const LayerRows& rows,
@@ -79,6 +80,12 @@ absl::Status GdnBlockForward(backend::Backend& backend, const GdnBlockShape& sha
 absl::Status GdnBlockCommit(backend::Backend& backend, const GdnBlockShape& shape,
                             const GdnBlockHandles& weights, RecurrentState& state, int64_t n_keep,
                             int64_t pending);
+
+// The same keeping the rows of `path` (SequenceState::CheckPath's): the start replayed through
+// them, gathered first unless they are 0..n-1. A tree forward always replays.
+absl::Status GdnBlockCommit(backend::Backend& backend, const GdnBlockShape& shape,
+                            const GdnBlockHandles& weights, RecurrentState& state,
+                            absl::Span<const int64_t> path, int64_t pending);
 
 }  // namespace twinspan::target
 

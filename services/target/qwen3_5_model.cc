@@ -219,11 +219,10 @@ absl::StatusOr<LayerState> Qwen35Model::NewLayerState(int64_t layer) const {
   return state;
 }
 
-absl::Status Qwen35Model::CommitLayer(int64_t layer, LayerState& state, int64_t n_keep,
-                                      int64_t pending) const {
+absl::Status Qwen35Model::CommitLayer(int64_t layer, LayerState& state,
+                                      absl::Span<const int64_t> path, int64_t pending) const {
   if (config().layer_types[layer] == LayerType::kFullAttention) return absl::OkStatus();
-  return GdnBlockCommit(backend(), gdn_shape_, layers_[layer].gdn, *state.recurrent, n_keep,
-                        pending);
+  return GdnBlockCommit(backend(), gdn_shape_, layers_[layer].gdn, *state.recurrent, path, pending);
 }
 
 absl::Status Qwen35Model::LayerForward(int64_t layer, absl::Span<LayerState* const> states,

@@ -53,7 +53,7 @@ class Qwen35Model final : public DecoderModel {
   absl::Status LayerForward(int64_t layer, absl::Span<LayerState* const> states,
                             const LayerRows& rows, float* h) const override;
   absl::StatusOr<LayerState> NewLayerState(int64_t layer) const override;
-  absl::Status CommitLayer(int64_t layer, LayerState& state, int64_t n_keep,
+  absl::Status CommitLayer(int64_t layer, LayerState& state, absl::Span<const int64_t> path,
                            int64_t pending) const override;
 
  private:

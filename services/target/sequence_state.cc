@@ -22,8 +22,9 @@ absl::StatusOr<std::unique_ptr<RecurrentState>> RecurrentState::Create(backend::
 }
 
 absl::StatusOr<float*> RecurrentState::BeginForward(backend::Backend& backend, int64_t rows,
-                                                    int64_t replay_floats) {
+                                                    int64_t replay_floats, bool tree) {
   pending_rows_ = 0;
+  pending_tree_ = tree;
   if (replay_->bytes() < static_cast<size_t>(replay_floats) * sizeof(float)) {
     ABSL_ASSIGN_OR_RETURN(replay_, backend.AllocateFloats(replay_floats));
   }
@@ -52,9 +53,30 @@ absl::Status SequenceState::CheckForward(int64_t rows) const {
   return absl::OkStatus();
 }
 
-absl::Status SequenceState::BeginForward(int64_t rows) {
+absl::Status SequenceState::BeginForward(int64_t rows, absl::Span<const int32_t> parents) {
   ABSL_RETURN_IF_ERROR(CheckForward(rows));
   pending_ = rows;
+  pending_parents_.assign(parents.begin(), parents.end());
+  return absl::OkStatus();
+}
+
+absl::Status SequenceState::CheckPath(absl::Span<const int64_t> path) const {
+  const int64_t n = static_cast<int64_t>(path.size());
+  if (n > pending_) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("commit of %d rows with %d pending", n, pending_));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t parent = i == 0 ? -1 : path[i - 1];
+    const bool ok = pending_parents_.empty()
+                        ? path[i] == i
+                        : path[i] >= 0 && path[i] < pending_ && pending_parents_[path[i]] == parent;
+    if (!ok) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "commit path: row %d at step %d does not follow row %d in the pending %s of %d rows",
+          path[i], i, parent, pending_parents_.empty() ? "chain" : "tree", pending_));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -65,6 +87,7 @@ absl::Status SequenceState::CommitRows(int64_t n_keep) {
   }
   length_ += n_keep;
   pending_ = 0;
+  pending_parents_.clear();
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "kernels/backend/backend.h"
 
 namespace twinspan::target {
@@ -37,12 +38,14 @@ class RecurrentState {
   backend::Buffer& end_conv() { return *conv_[1 - live_]; }
   backend::Buffer& end_ssm() { return *ssm_[1 - live_]; }
 
-  // Before a forward of `rows` rows: makes room for `replay_floats` floats of replay inputs,
-  // returning where they go. Backend errors.
+  // Before a forward of `rows` rows (a tree's when `tree`: it writes no end state): makes room for
+  // `replay_floats` floats of replay inputs, returning where they go. Backend errors.
   absl::StatusOr<float*> BeginForward(backend::Backend& backend, int64_t rows,
-                                      int64_t replay_floats);
+                                      int64_t replay_floats, bool tree = false);
   // Rows of the pending forward (0: none is pending) and its replay inputs.
   int64_t pending_rows() const { return pending_rows_; }
+  // The pending forward was a tree: its end-state buffers hold nothing.
+  bool pending_tree() const { return pending_tree_; }
   const float* replay() const { return replay_->floats(); }
   // The pending forward kept every row: its end state becomes live.
   void KeepEndState() { live_ = 1 - live_; }
@@ -56,6 +59,7 @@ class RecurrentState {
   int live_ = 0;
   std::unique_ptr<backend::Buffer> replay_;  // Grows to the largest forward seen.
   int64_t pending_rows_ = 0;
+  bool pending_tree_ = false;
 };
 
 // One layer's cache: `kv` for attention layers, `recurrent` for Gated DeltaNet layers.
@@ -89,11 +93,17 @@ class SequenceState {
   LayerState& layer(int64_t i) { return layers_[i]; }
   const LayerState& layer(int64_t i) const { return layers_[i]; }
 
+  // The pending forward's parents when it was a tree (kernels/cpu/tree_rows.h); empty for a chain.
+  const std::vector<int32_t>& pending_parents() const { return pending_parents_; }
+
   // For families. CheckForward: FailedPrecondition when rows are pending; ResourceExhausted naming
   // the context when length() + rows exceeds capacity(); InvalidArgument for rows < 1.
-  // BeginForward: the same checks, then marks the rows pending.
+  // BeginForward: the same checks, then marks the rows pending (a tree's with its parents).
   absl::Status CheckForward(int64_t rows) const;
-  absl::Status BeginForward(int64_t rows);
+  absl::Status BeginForward(int64_t rows, absl::Span<const int32_t> parents = {});
+  // InvalidArgument unless `path` is a path of the pending forward: empty, 0..n-1 of a chain, or
+  // from a tree's root down its parents.
+  absl::Status CheckPath(absl::Span<const int64_t> path) const;
   // Keeps the first n_keep pending rows (attention KV past them becomes scratch).
   // InvalidArgument when n_keep is outside [0, pending()]. Recurrent layers are the family's job.
   absl::Status CommitRows(int64_t n_keep);
@@ -106,6 +116,7 @@ class SequenceState {
   int64_t capacity_;
   int64_t length_ = 0;
   int64_t pending_ = 0;
+  std::vector<int32_t> pending_parents_;
   std::vector<LayerState> layers_;
   absl::Mutex* owner_mu_;
 };

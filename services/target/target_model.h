@@ -56,6 +56,11 @@ enum class LogitsRows { kAll, kLast, kNone };
 struct ForwardRequest {
   // One row per token, at positions state.length() .. state.length() + tokens.size() - 1.
   absl::Span<const int32_t> tokens;
+  // Empty: the rows are a chain, as above. Else one parent per token, and the rows are a tree of
+  // drafts (kernels/cpu/tree_rows.h): row r at position state.length() + depth(r), seeing the
+  // committed rows and its ancestors only, so it gets the logits and taps a chain forward of its
+  // path gives that path's last row, bit for bit. CommitPath then keeps one path.
+  absl::Span<const int32_t> parents = {};
   LogitsRows logits = LogitsRows::kAll;
   // Decoder layers whose outputs are tapped: id i is the output of layer i, i.e. HF
   // hidden_states[i + 1] (hidden_states[0] is the embedding). Each id in [0, num_layers).
@@ -128,7 +133,8 @@ class TargetModel {
 
   // Keeps the first n_keep rows of the pending forward: attention KV is trimmed to them and
   // recurrent state restored to the state after row n_keep - 1 (or before the forward for 0).
-  // InvalidArgument when n_keep is outside [0, pending].
+  // InvalidArgument when n_keep is outside [0, pending], or when those rows of a tree forward are
+  // not a path from its root.
   virtual absl::Status Commit(SequenceState& state, int64_t n_keep) const = 0;
 
   // A copy of committed positions [first, first + rows) for the prefix cache: every attention
@@ -147,6 +153,11 @@ class TargetModel {
   // ResourceExhausted past the context. On an error the state stays empty.
   virtual absl::Status LoadBlocks(SequenceState& state,
                                   absl::Span<const PrefixBlock* const> blocks) const = 0;
+  // Keeps the rows of `path` of the pending forward, which become positions length() onwards: the
+  // state serial decoding of those rows' tokens leaves. A chain forward's path is 0..n-1; a tree
+  // forward's starts at its root (row 0), each row the parent of the next. An empty path keeps
+  // nothing. InvalidArgument for anything else (the rows stay pending).
+  virtual absl::Status CommitPath(SequenceState& state, absl::Span<const int64_t> path) const = 0;
 
   // Backend-resident views for a drafter in the same process on the same backend: the
   // unquantized embedding and the head.

@@ -43,7 +43,7 @@ class TimingChannel : public engine::DraftChannel {
     return s;
   }
   void Close(uint64_t stream_id) override { inner_->Close(stream_id); }
-  absl::StatusOr<std::vector<uint32_t>> Await(uint64_t stream_id, uint32_t round,
+  absl::StatusOr<engine::DraftProposal> Await(uint64_t stream_id, uint32_t round,
                                               absl::Time deadline) override {
     const auto start = std::chrono::steady_clock::now();
     auto r = inner_->Await(stream_id, round, deadline);

@@ -5,7 +5,9 @@
 // sections 5 and 6) and the EXL3 qwen3_5 one (exl3_qwen3_5_tiny, section 4), whose EXL3 head
 // the drafter's span head shares on the GPU; bf16 K/V (the serving default). Drafts may change
 // only speed: every round's kept tokens are the target's own draws, so this holds bit for bit on
-// one backend. Also with the drafter on a second CUDA backend of the same GPU. Needs a GPU.
+// one backend. Also with the drafter on a second CUDA backend of the same GPU, and with trees of
+// drafts (the tree verify's CUDA ops: TreeAttention, the Gated DeltaNet tree kernels, KvCopy,
+// GatherRows). Needs a GPU.
 #include <memory>
 #include <string>
 
@@ -28,6 +30,7 @@ struct Case {
   float temperature;
   bool q4 = false;
   bool two_backends = false;
+  int64_t tree_nodes = 0;  // DFlash2: trees of this many drafts.
 };
 
 std::string Name(const Case& c) {
@@ -36,6 +39,7 @@ std::string Name(const Case& c) {
   name += c.temperature > 0 ? "_sampled" : "_greedy";
   if (c.q4) name += "_q4";
   if (c.two_backends) name += "_two_backends";
+  if (c.tree_nodes > 0) name += "_tree" + std::to_string(c.tree_nodes);
   return name;
 }
 
@@ -61,25 +65,26 @@ TEST_P(DraftedEqualsPlainCudaTest, SameTokens) {
   auto drafter =
       Drafter::Open(drafter_dir, target_dir, {.model = model, .head = "0:2048,3968:4096"});
   ASSERT_TRUE(drafter.ok()) << drafter.status();
-  testing::ExpectDraftedEqualsPlain(**target, **drafter, c.temperature);
+  testing::ExpectDraftedEqualsPlain(**target, **drafter, c.temperature, c.tree_nodes);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, DraftedEqualsPlainCudaTest,
-                         ::testing::Values(Case{"hf_qwen3_tiny/model", false, 0.0f},
-                                           Case{"hf_qwen3_tiny/model", true, 0.0f},
-                                           Case{"hf_qwen3_tiny/model", true, 0.8f},
-                                           Case{"hf_qwen3_tiny/model", false, 0.8f},
-                                           Case{"hf_qwen3_5_tiny/model", true, 0.0f},
-                                           Case{"hf_qwen3_5_tiny/model", true, 0.8f},
-                                           Case{"hf_qwen3_5_tiny/model", false, 0.0f, true},
-                                           Case{"hf_qwen3_5_tiny/model", true, 0.8f, true},
-                                           Case{"exl3_qwen3_5_tiny", true, 0.0f},
-                                           Case{"exl3_qwen3_5_tiny", true, 0.8f, true},
-                                           Case{"hf_qwen3_5_tiny/model", true, 0.8f, false, true},
-                                           Case{"exl3_qwen3_5_tiny", true, 0.0f, true, true}),
-                         [](const ::testing::TestParamInfo<Case>& info) {
-                           return Name(info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Families, DraftedEqualsPlainCudaTest,
+    ::testing::Values(
+        Case{"hf_qwen3_tiny/model", false, 0.0f}, Case{"hf_qwen3_tiny/model", true, 0.0f},
+        Case{"hf_qwen3_tiny/model", true, 0.8f}, Case{"hf_qwen3_tiny/model", false, 0.8f},
+        Case{"hf_qwen3_5_tiny/model", true, 0.0f}, Case{"hf_qwen3_5_tiny/model", true, 0.8f},
+        Case{"hf_qwen3_5_tiny/model", false, 0.0f, true},
+        Case{"hf_qwen3_5_tiny/model", true, 0.8f, true}, Case{"exl3_qwen3_5_tiny", true, 0.0f},
+        Case{"exl3_qwen3_5_tiny", true, 0.8f, true},
+        Case{"hf_qwen3_5_tiny/model", true, 0.8f, false, true},
+        Case{"exl3_qwen3_5_tiny", true, 0.0f, true, true},
+        Case{"hf_qwen3_tiny/model", true, 0.0f, false, false, 15},
+        Case{"hf_qwen3_tiny/model", true, 0.8f, false, false, 9},
+        Case{"hf_qwen3_5_tiny/model", true, 0.0f, false, false, 15},
+        Case{"hf_qwen3_5_tiny/model", true, 0.8f, false, false, 31},
+        Case{"exl3_qwen3_5_tiny", true, 0.0f, false, false, 15}),
+    [](const ::testing::TestParamInfo<Case>& info) { return Name(info.param); });
 
 }  // namespace
 }  // namespace twinspan::drafter

@@ -11,3 +11,9 @@ if(TARGET twinspan_cuda AND TARGET twinspan_cpu)
     target_link_libraries(${op}_cuda_test PRIVATE twinspan_gdn_cuda_testing)
   endforeach()
 endif()
+
+# The tree ops through the CUDA backend against their chain twins and the CPU backend.
+if(TARGET twinspan_cuda AND TARGET twinspan_cpu_backend)
+  add_executable(tree_ops_cuda_test ${CMAKE_CURRENT_LIST_DIR}/tree_ops_cuda_test.cc)
+  target_link_libraries(tree_ops_cuda_test PRIVATE twinspan_gdn_cuda_testing twinspan_cpu_backend)
+endif()

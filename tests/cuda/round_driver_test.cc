@@ -104,7 +104,7 @@ TEST_F(RoundDriverTest, KeepForcesTheCommittedRowsAndBadInputIsRefused) {
   ASSERT_TRUE(d.AppendAndDraft().ok());
   EXPECT_EQ(d.target_length(), 17);
   EXPECT_EQ(d.drafter_length(), 17);
-  EXPECT_TRUE(absl::IsInvalidArgument(d.Verify(17, true)));
+  EXPECT_TRUE(absl::IsInvalidArgument(d.Verify(kMaxRoundRows + 1, true)));
   EXPECT_TRUE(absl::IsInvalidArgument(d.Verify(0, true)));
   ASSERT_TRUE(d.Verify(4, false).ok());
   ASSERT_TRUE(d.Commit(false).ok());

@@ -103,7 +103,7 @@ TEST_P(TargetVerifierCudaTest, DeviceDrawsEqualTheHostSamplersOverTheSameLogits)
     for (int round = 0; round < 4; ++round) {
       const std::vector<uint32_t> window = Tokens(rng, 1 + 5 * round);
       ASSERT_TRUE(host_seq->Verify(window, taps_, &host_out).ok());
-      engine::VerifyJob job{device_seq.get(), window, taps_, &device_out, {}, &o};
+      engine::VerifyJob job{device_seq.get(), window, taps_, &device_out, {}, &o, {}};
       sampling.VerifyBatch(absl::MakeSpan(&job, 1));
       ASSERT_TRUE(job.status.ok()) << job.status;
       ASSERT_EQ(device_out.tokens.size(), window.size());
@@ -196,6 +196,36 @@ TEST_P(TargetVerifierCudaTest, DraftedEqualsPlainAndConcurrentEqualsSoloOnTheGpu
       }
       EXPECT_GT(accepted, 0) << "parallel " << parallel;
     }
+  }
+  EXPECT_CUDA_CLEAN();
+}
+
+// Trees on the GPU: TreeAttention, the Gated DeltaNet tree kernels, the path commit (KvCopy, the
+// gathered replay), the kept path's taps gathered on the device, and every row drawn on the device
+// at its depth's position; the tokens stay plain decoding's for 1, 2 and 4 streams.
+TEST_P(TargetVerifierCudaTest, TreeDraftsEqualPlainOnTheGpu) {
+  TargetVerifierOptions options;
+  options.prefill_chunk_rows = 5;
+  options.sampler = device_sampler_.get();
+  TargetVerifier sampling(model_.get(), info_, options);
+  std::vector<engine::EngineRequest> requests;
+  for (int which = 0; which < 4; ++which) requests.push_back(Request(which));
+  Completions plain;
+  for (const auto& r : requests)
+    plain[r.prompt_ids] = Run(*plain_, 1, nullptr, {r})[0].completion_ids;
+  OracleDrafter chains(6, info_, taps_, &plain), trees(6, info_, taps_, &plain, 10);
+  for (int parallel : {1, 2, 4}) {
+    engine::InProcessDraftChannel chain_channel(&chains), tree_channel(&trees);
+    const auto by_chain = Run(sampling, parallel, &chain_channel, requests);
+    const auto by_tree = Run(sampling, parallel, &tree_channel, requests);
+    int64_t chain_accepted = 0, tree_accepted = 0;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      EXPECT_EQ(by_tree[i].completion_ids, plain[requests[i].prompt_ids])
+          << "parallel " << parallel << ", request " << i;
+      chain_accepted += by_chain[i].accepted;
+      tree_accepted += by_tree[i].accepted;
+    }
+    EXPECT_GT(tree_accepted, chain_accepted) << "parallel " << parallel;
   }
   EXPECT_CUDA_CLEAN();
 }

@@ -99,12 +99,12 @@ void TargetSide(std::string_view in) {
     if (!reply.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) continue;
     twinspan::rpc::DeliverToBox(reply, &box);
     // The engine awaits stream 1's next round; a late or early answer must never come out.
-    absl::StatusOr<std::vector<uint32_t>> got = box.Await(1, round, absl::InfinitePast());
+    absl::StatusOr<twinspan::engine::DraftProposal> got = box.Await(1, round, absl::InfinitePast());
     if (got.ok()) {
       const bool matches = reply.has_proposal() && reply.proposal().stream_id() == 1 &&
                            reply.proposal().round() == round;
       if (!matches) std::abort();
-      (void)twinspan::engine::UsableProposal(*got, info->vocab_size, info->block_size);
+      (void)twinspan::engine::UsableProposal(got->ids, info->vocab_size, info->block_size);
       ++round;
     } else if (!absl::IsDeadlineExceeded(got.status()) && got.status().message().empty()) {
       std::abort();

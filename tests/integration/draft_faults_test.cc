@@ -60,37 +60,38 @@ class FaultyDraftChannel : public DraftChannel {
   }
   void Close(uint64_t stream_id) override { inner_->Close(stream_id); }
 
-  absl::StatusOr<std::vector<uint32_t>> Await(uint64_t stream_id, uint32_t round,
-                                              absl::Time deadline) override {
-    absl::StatusOr<std::vector<uint32_t>> got = inner_->Await(stream_id, round, deadline);
+  absl::StatusOr<DraftProposal> Await(uint64_t stream_id, uint32_t round,
+                                      absl::Time deadline) override {
+    absl::StatusOr<DraftProposal> got = inner_->Await(stream_id, round, deadline);
     if (!got.ok() || fault_ == Fault::kTruncatedTaps) return got;
-    std::vector<uint32_t> ids = *got;
+    DraftProposal proposal = *std::move(got);
+    std::vector<uint32_t>& ids = proposal.ids;
     std::vector<uint32_t> previous;
     {
       absl::MutexLock lock(&mu_);
       previous = last_[stream_id];
       last_[stream_id] = ids;
     }
-    if (!Due()) return ids;
+    if (!Due()) return proposal;
     switch (fault_) {
       case Fault::kIdOutsideVocab:
         ids.back() = kVocab + 3;
-        return ids;
+        return proposal;
       case Fault::kLongerThanBlock:
         ids.insert(ids.end(), ids.begin(), ids.end());
-        return ids;
+        return proposal;
       case Fault::kOtherStream:
         for (uint32_t& id : ids) id = (id * 7 + 11) % kVocab;
-        return ids;
+        return proposal;
       case Fault::kStaleRound:
-        return previous.empty() ? ids : previous;
+        return previous.empty() ? proposal : DraftProposal{previous, {}};
       case Fault::kStall:
         absl::SleepFor(deadline - absl::Now() + absl::Milliseconds(5));
         return absl::DeadlineExceededError("faulty drafter: stalled past the deadline");
       case Fault::kError:
         return absl::InvalidArgumentError("faulty drafter: this stream's context is broken");
       default:
-        return ids;
+        return proposal;
     }
   }
 

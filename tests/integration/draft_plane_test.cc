@@ -218,5 +218,34 @@ TEST_F(DraftPlaneTest, DrafterWithoutFusedFormRefusesFusedHello) {
   EXPECT_NE(error.find("does not take fused taps"), std::string::npos) << error;
 }
 
+// Trees over gRPC: a target that verifies trees (Hello.max_tree_nodes) gets them whole and
+// accepts past a wrong draft; one that verifies chains only (max_tree_nodes 0, every target older
+// than trees) gets their main chains. The tokens are plain decoding's either way.
+TEST_F(DraftPlaneTest, TreesTravelWholeToATargetThatVerifiesThemAndAsChainsOtherwise) {
+  testing::ToyDrafter tree_drafter{kVocab, 5, 3, 8, 0, /*tree_nodes=*/8};
+  std::unique_ptr<DrafterService> service;
+  auto server = StartDrafter(&tree_drafter, 0, &service);
+  ASSERT_NE(server, nullptr);
+  auto plain = Engine(nullptr);
+  int64_t accepted[2] = {0, 0};
+  for (int trees : {0, 1}) {
+    GrpcDraftChannelOptions o = ChannelOptions(server->port());
+    o.max_tree_nodes = trees == 1 ? 64 : 0;
+    auto channel = GrpcDraftChannel::Start(o);
+    ASSERT_TRUE(channel->WaitReady(absl::Seconds(10))) << channel->last_error();
+    EXPECT_EQ(channel->peer().tree_nodes, trees == 1 ? 8 : 0);  // The drafter's answer.
+    auto split = Engine(channel.get());
+    for (float t : {0.0f, 0.9f}) {
+      for (int which = 0; which < 3; ++which) {
+        const StreamSummary a = RunOne(*plain, Request(which, t));
+        const StreamSummary b = RunOne(*split, Request(which, t));
+        EXPECT_EQ(a.completion_ids, b.completion_ids) << "trees " << trees << " t=" << t;
+        if (t == 0.0f) accepted[trees] += b.accepted;
+      }
+    }
+  }
+  EXPECT_GT(accepted[1], accepted[0]);  // The whole trees accept past the wrong drafts.
+}
+
 }  // namespace
 }  // namespace twinspan::rpc

@@ -208,20 +208,18 @@ class EosDrafter : public DraftModel {
   class Session : public DraftSession {
    public:
     explicit Session(std::unique_ptr<DraftSession> inner) : inner_(std::move(inner)) {}
-    absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt_ids,
-                                               const TapRows& prompt_taps,
-                                               uint32_t pending) override {
+    absl::StatusOr<DraftProposal> Open(absl::Span<const uint32_t> prompt_ids,
+                                       const TapRows& prompt_taps, uint32_t pending) override {
       return AllEos(inner_->Open(prompt_ids, prompt_taps, pending));
     }
-    absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
-                                                 const TapRows& taps, uint32_t pending) override {
+    absl::StatusOr<DraftProposal> Commit(absl::Span<const uint32_t> ids, const TapRows& taps,
+                                         uint32_t pending) override {
       return AllEos(inner_->Commit(ids, taps, pending));
     }
 
    private:
-    static absl::StatusOr<std::vector<uint32_t>> AllEos(
-        absl::StatusOr<std::vector<uint32_t>> drafts) {
-      if (drafts.ok()) std::fill(drafts->begin(), drafts->end(), kEos);
+    static absl::StatusOr<DraftProposal> AllEos(absl::StatusOr<DraftProposal> drafts) {
+      if (drafts.ok()) std::fill(drafts->ids.begin(), drafts->ids.end(), kEos);
       return drafts;
     }
     std::unique_ptr<DraftSession> inner_;
@@ -612,7 +610,7 @@ class SilentChannel : public DraftChannel {
   absl::Status Open(const DraftOpen&) override { return absl::OkStatus(); }
   absl::Status Commit(const DraftCommit&) override { return absl::OkStatus(); }
   void Close(uint64_t) override {}
-  absl::StatusOr<std::vector<uint32_t>> Await(uint64_t, uint32_t, absl::Time deadline) override {
+  absl::StatusOr<DraftProposal> Await(uint64_t, uint32_t, absl::Time deadline) override {
     absl::SleepFor(deadline - absl::Now());
     return absl::DeadlineExceededError("silent drafter");
   }
@@ -679,14 +677,15 @@ TEST_F(EngineTest, DeadlineBetweenRoundsNamesTheDeadline) {
 
 TEST(ProposalBoxTest, StaleAndOutOfOrderAnswersAreNeverApplied) {
   ProposalBox box;
-  box.Put(7, 3, std::vector<uint32_t>{1, 2});
-  box.Put(7, 2, std::vector<uint32_t>{9, 9});  // older round after a newer one: dropped
+  box.Put(7, 3, DraftProposal{{1, 2}, {0, 0}});
+  box.Put(7, 2, DraftProposal{{9, 9}, {}});  // older round after a newer one: dropped
   EXPECT_EQ(box.stale_dropped(), 1);
   auto ahead = box.Await(7, 2, absl::Now());
   EXPECT_FALSE(ahead.ok());
   auto got = box.Await(7, 3, absl::Now());
   ASSERT_TRUE(got.ok());
-  EXPECT_EQ(*got, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(got->ids, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(got->parents, (std::vector<uint32_t>{0, 0}));  // A tree travels whole.
   EXPECT_TRUE(
       absl::IsDeadlineExceeded(box.Await(7, 4, absl::Now() + absl::Milliseconds(5)).status()));
   box.Fail(absl::UnavailableError("gone"));

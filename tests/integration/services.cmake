@@ -66,6 +66,9 @@ if(TARGET twinspan-router AND TARGET twinspan-target AND TARGET twinspan-drafter
   add_dependencies(placement_test twinspan-router twinspan-target twinspan-drafter make-demo)
 endif()
 
+twinspan_test(tree_engine_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/tree_engine_test.cc
+  LIBS twinspan_engine twinspan_toy_models LABELS integration services)
+
 # The OpenAI-compatible HTTP API with curl and the official `openai` npm client (pinned, installed
 # at test time: Debian 12 packages no OpenAI client), on the trained demo pair.
 if(TARGET twinspan-serve AND TARGET twinspan-router AND TARGET twinspan-target)

@@ -55,24 +55,46 @@ class ToySequence : public engine::VerifierSequence {
   }
   absl::Status Verify(absl::Span<const uint32_t> window, const std::vector<int64_t>& taps,
                       engine::WindowOutput* out) override {
+    return VerifyTree(window, {}, taps, out);
+  }
+  absl::Status VerifyTree(absl::Span<const uint32_t> window, absl::Span<const int32_t> parents,
+                          const std::vector<int64_t>& taps, engine::WindowOutput* out) override {
     log_->RecordVerify();
     if (!pending_.empty()) return absl::FailedPreconditionError("toy: rows pending");
-    ABSL_RETURN_IF_ERROR(Run(window, taps, out));
+    if (!parents.empty() && parents.size() != window.size()) {
+      return absl::InvalidArgumentError("toy: parents");
+    }
+    ABSL_RETURN_IF_ERROR(Run(window, taps, out, parents));
     pending_.assign(window.begin(), window.end());
+    pending_parents_.assign(parents.begin(), parents.end());
     return absl::OkStatus();
   }
   absl::Status Commit(int64_t n_keep) override {
-    if (n_keep < 0 || n_keep > static_cast<int64_t>(pending_.size())) {
-      return absl::InvalidArgumentError("toy: bad n_keep");
+    std::vector<int64_t> path(std::max<int64_t>(n_keep, 0));
+    for (size_t i = 0; i < path.size(); ++i) path[i] = static_cast<int64_t>(i);
+    return CommitPath(path);
+  }
+  absl::Status CommitPath(absl::Span<const int64_t> path) override {
+    if (path.size() > pending_.size()) return absl::InvalidArgumentError("toy: bad n_keep");
+    for (size_t i = 0; i < path.size(); ++i) {
+      const int64_t parent = i == 0 ? -1 : path[i - 1];
+      const bool ok = pending_parents_.empty()
+                          ? path[i] == static_cast<int64_t>(i)
+                          : path[i] >= 0 && path[i] < static_cast<int64_t>(pending_.size()) &&
+                                pending_parents_[path[i]] == parent;
+      if (!ok) return absl::InvalidArgumentError("toy: not a path of the window");
     }
-    committed_.insert(committed_.end(), pending_.begin(), pending_.begin() + n_keep);
+    for (int64_t row : path) committed_.push_back(pending_[row]);
     pending_.clear();
+    pending_parents_.clear();
     return absl::OkStatus();
   }
 
  private:
+  // Each row's logits follow the committed tokens and its path (its parents' rows, or the rows
+  // before it when `parents` is empty).
   absl::Status Run(absl::Span<const uint32_t> rows, const std::vector<int64_t>& taps,
-                   engine::WindowOutput* out) {
+                   engine::WindowOutput* out, absl::Span<const int32_t> parents = {}) {
     if (rows.empty()) return absl::InvalidArgumentError("toy: empty window");
     if (length() + static_cast<int64_t>(rows.size()) > info_->max_context) {
       return absl::ResourceExhaustedError(absl::StrCat("toy: context ", info_->max_context));
@@ -85,7 +107,16 @@ class ToySequence : public engine::VerifierSequence {
     std::vector<uint32_t> prefix = committed_;
     for (size_t r = 0; r < rows.size(); ++r) {
       if (rows[r] >= static_cast<uint32_t>(vocab)) return absl::InvalidArgumentError("toy: id");
-      prefix.push_back(rows[r]);
+      if (parents.empty()) {
+        prefix.push_back(rows[r]);
+      } else {
+        std::vector<uint32_t> path;
+        for (int64_t row = static_cast<int64_t>(r); row >= 0; row = parents[row]) {
+          path.insert(path.begin(), rows[row]);
+        }
+        prefix = committed_;
+        prefix.insert(prefix.end(), path.begin(), path.end());
+      }
       if (cycle_ > 0) {  // peaked: sampling follows the cycle too
         const uint32_t step = prefix.size() % 50 == 0 ? 2 : 1;
         out->logits[r * vocab + (rows[r] + step) % cycle_] = 30.0f;
@@ -104,20 +135,21 @@ class ToySequence : public engine::VerifierSequence {
   uint32_t cycle_;
   std::vector<uint32_t> committed_;
   std::vector<uint32_t> pending_;
+  std::vector<int32_t> pending_parents_;
 };
 
 class ToySession : public engine::DraftSession {
  public:
   ToySession(const engine::DrafterInfo* info, int miss_every)
       : info_(info), miss_every_(miss_every) {}
-  absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt_ids,
+  absl::StatusOr<engine::DraftProposal> Open(absl::Span<const uint32_t> prompt_ids,
                                              const engine::TapRows& taps,
                                              uint32_t pending) override {
     ABSL_RETURN_IF_ERROR(Check(prompt_ids, taps));
     context_.assign(prompt_ids.begin(), prompt_ids.end());
     return Propose(pending);
   }
-  absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
+  absl::StatusOr<engine::DraftProposal> Commit(absl::Span<const uint32_t> ids,
                                                const engine::TapRows& taps,
                                                uint32_t pending) override {
     ABSL_RETURN_IF_ERROR(Check(ids, taps));
@@ -139,18 +171,35 @@ class ToySession : public engine::DraftSession {
     }
     return absl::OkStatus();
   }
-  std::vector<uint32_t> Propose(uint32_t pending) {
+  // The toy target's greedy chain with every miss_every-th draft wrong; a tree drafter also hangs
+  // the right token beside each wrong one, with one draft after it (up to tree_nodes drafts).
+  engine::DraftProposal Propose(uint32_t pending) {
     std::vector<uint32_t> prefix = context_;
     prefix.push_back(pending);
-    std::vector<uint32_t> out;
+    engine::DraftProposal out;
+    std::vector<std::pair<uint32_t, std::vector<uint32_t>>> fixes;  // (parent row, its prefix)
     std::vector<float> row(info_->vocab_size);
     for (int i = 0; i + 1 < info_->block_size; ++i) {
       ToyLogits(prefix, info_->vocab_size, row.data());
       uint32_t id = Argmax(row);
-      if (miss_every_ > 0 && ++proposed_ % miss_every_ == 0) id = (id + 1) % info_->vocab_size;
-      out.push_back(id);
+      if (miss_every_ > 0 && ++proposed_ % miss_every_ == 0) {
+        fixes.push_back({static_cast<uint32_t>(i), prefix});
+        id = (id + 1) % info_->vocab_size;
+      }
+      out.ids.push_back(id);
       prefix.push_back(id);
     }
+    if (info_->tree_nodes == 0) return out;
+    for (size_t i = 0; i < out.ids.size(); ++i) out.parents.push_back(static_cast<uint32_t>(i));
+    for (auto& [parent, fixed] : fixes) {
+      for (int extra = 0; extra < 2; ++extra) {
+        ToyLogits(fixed, info_->vocab_size, row.data());
+        out.ids.push_back(Argmax(row));
+        out.parents.push_back(extra == 0 ? parent : static_cast<uint32_t>(out.ids.size() - 1));
+        fixed.push_back(out.ids.back());
+      }
+    }
+    out.Prune(info_->block_size - 1, info_->tree_nodes);
     return out;
   }
   const engine::DrafterInfo* info_;
@@ -176,6 +225,7 @@ ToyVerifier::ToyVerifier(int vocab, int64_t context, uint32_t eos_id, int hidden
   info_.eos_ids = {eos_id};
   info_.hidden_size = hidden_size;
   info_.checkpoint_fingerprint = "toy-fingerprint";
+  info_.verifies_trees = true;
 }
 
 absl::StatusOr<std::unique_ptr<engine::VerifierSequence>> ToyVerifier::NewSequence() const {
@@ -218,8 +268,9 @@ int64_t ToyVerifyLog::verifies() const {
 }
 
 ToyDrafter::ToyDrafter(int vocab, int block_size, int miss_every, int tap_width,
-                       int64_t fused_width)
+                       int64_t fused_width, int tree_nodes)
     : miss_every_(miss_every) {
+  info_.tree_nodes = tree_nodes;
   info_.block_size = block_size;
   info_.head_variant = "toy-head";
   info_.vocab_size = vocab;

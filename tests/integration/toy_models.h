@@ -44,7 +44,7 @@ struct ToySlowPrefill {
 };
 
 // Logits over `vocab` ids from the hash of a token prefix; eos_id ends streams sometimes.
-// VerifyBatch is the default loop, logged.
+// VerifyBatch is the default loop, logged. Sequences verify trees (VerifierInfo::verifies_trees).
 class ToyVerifier : public engine::VerifierModel {
  public:
   ToyVerifier(int vocab, int64_t context, uint32_t eos_id, int hidden_size = 4);
@@ -67,11 +67,13 @@ class ToyVerifier : public engine::VerifierModel {
 };
 
 // Proposes the toy target's greedy continuation, except that every `miss_every`-th proposal is
-// replaced by a wrong id, so acceptance is partial.
+// replaced by a wrong id, so acceptance is partial. With `tree_nodes`, proposals are trees: the
+// right token hangs beside each wrong one, so a tree verify accepts past it.
 class ToyDrafter : public engine::DraftModel {
  public:
   // `fused_width` 0: half the raw row.
-  ToyDrafter(int vocab, int block_size, int miss_every, int tap_width, int64_t fused_width = 0);
+  ToyDrafter(int vocab, int block_size, int miss_every, int tap_width, int64_t fused_width = 0,
+             int tree_nodes = 0);
   const engine::DrafterInfo& info() const override { return info_; }
   absl::StatusOr<std::unique_ptr<engine::DraftSession>> NewSession() const override;
 

@@ -13,6 +13,7 @@ if(TARGET twinspan_drafter)
             ${CMAKE_CURRENT_LIST_DIR}/drafter/draft_head_test.cc
             ${CMAKE_CURRENT_LIST_DIR}/drafter/drafter_linear_test.cc
             ${CMAKE_CURRENT_LIST_DIR}/drafter/drafter_backend_test.cc
+            ${CMAKE_CURRENT_LIST_DIR}/drafter/draft_tree_test.cc
     LIBS twinspan_drafter twinspan_safetensors
     LABELS unit)
 endif()

@@ -204,6 +204,30 @@ TEST_P(TargetVerifierTest, EngineConcurrentEqualsSoloForOneTwoAndFourStreams) {
   }
 }
 
+// Tree proposals through the engine: the kept path's rows (not a prefix) are committed and their
+// taps read back, every row of a tree drawn at its depth's position; the tokens stay plain
+// decoding's, and the trees accept more than their main chains alone.
+TEST_P(TargetVerifierTest, EngineTreeDraftsEqualPlainForOneTwoAndFourStreams) {
+  std::vector<engine::EngineRequest> requests;
+  for (int which = 0; which < 4; ++which) requests.push_back(Request(which));
+  Completions plain;
+  for (const auto& r : requests) plain[r.prompt_ids] = Run(1, nullptr, {r})[0].completion_ids;
+  OracleDrafter chains(5, info_, taps_, &plain), trees(5, info_, taps_, &plain, 8);
+  for (int parallel : {1, 2, 4}) {
+    engine::InProcessDraftChannel chain_channel(&chains), tree_channel(&trees);
+    const auto by_chain = Run(parallel, &chain_channel, requests);
+    const auto by_tree = Run(parallel, &tree_channel, requests);
+    int64_t chain_accepted = 0, tree_accepted = 0;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      EXPECT_EQ(by_tree[i].completion_ids, plain[requests[i].prompt_ids])
+          << "parallel " << parallel << ", request " << i;
+      chain_accepted += by_chain[i].accepted;
+      tree_accepted += by_tree[i].accepted;
+    }
+    EXPECT_GT(tree_accepted, chain_accepted) << "parallel " << parallel;
+  }
+}
+
 // With a LogitsSampler (here the host one, the CPU stand-in for the CUDA sampler) the verifier
 // draws every row itself and hands back ids only: the draws are the keyed sampler's over the
 // logits the plain verifier returns, a job with bad sampling fails alone, and through the engine

@@ -77,14 +77,15 @@ inline engine::EngineRequest MixedRequest(int which, int vocab_size) {
 // Plain completions by prompt.
 using Completions = std::map<std::vector<uint32_t>, std::vector<uint32_t>>;
 
-// Proposes the plain completion of its prompt (known in advance), every third proposal wrong.
-// It keeps no prompt-prefix cache: a prompt whose first rows the target resumed is refused, as a
-// drafter that lost them refuses it. Not thread-safe, like every DraftSession.
+// Proposes the plain completion of its prompt (known in advance), every third proposal wrong; with
+// tree_nodes, a tree: the plain continuation also hangs beside the first wrong draft. It keeps no
+// prompt-prefix cache: a prompt whose first rows the target resumed is refused, as a drafter that
+// lost them refuses it. Not thread-safe, like every DraftSession.
 class OracleSession : public engine::DraftSession {
  public:
   OracleSession(const engine::DrafterInfo* info, const Completions* plain)
       : info_(info), plain_(plain) {}
-  absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt,
+  absl::StatusOr<engine::DraftProposal> Open(absl::Span<const uint32_t> prompt,
                                              const engine::TapRows& taps,
                                              uint32_t /*pending*/) override {
     if (taps.first_row > 0) {
@@ -94,7 +95,7 @@ class OracleSession : public engine::DraftSession {
     prompt_.assign(prompt.begin(), prompt.end());
     return Propose();
   }
-  absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
+  absl::StatusOr<engine::DraftProposal> Commit(absl::Span<const uint32_t> ids,
                                                const engine::TapRows& taps,
                                                uint32_t /*pending*/) override {
     ABSL_RETURN_IF_ERROR(CheckTaps(ids.size(), taps));
@@ -110,15 +111,30 @@ class OracleSession : public engine::DraftSession {
     }
     return absl::OkStatus();
   }
-  std::vector<uint32_t> Propose() {
+  engine::DraftProposal Propose() {
     auto it = plain_->find(prompt_);
-    std::vector<uint32_t> out;
+    engine::DraftProposal out;
+    std::vector<uint32_t> truth;
+    int wrong = -1;  // The first wrong draft.
     for (int i = 1; i < info_->block_size; ++i) {
       const size_t next = static_cast<size_t>(committed_ + i);  // completion[committed_] pends.
-      uint32_t id = it != plain_->end() && next < it->second.size() ? it->second[next] : 0;
-      if (++proposed_ % 3 == 0) id = (id + 1) % info_->vocab_size;
-      out.push_back(id);
+      truth.push_back(it != plain_->end() && next < it->second.size() ? it->second[next] : 0);
+      uint32_t id = truth.back();
+      if (++proposed_ % 3 == 0) {
+        id = (id + 1) % info_->vocab_size;
+        if (wrong < 0) wrong = i - 1;
+      }
+      out.ids.push_back(id);
     }
+    if (info_->tree_nodes == 0 || wrong < 0) return out;
+    for (size_t i = 0; i < out.ids.size(); ++i) out.parents.push_back(static_cast<uint32_t>(i));
+    for (size_t j = wrong; j < truth.size(); ++j) {  // The truth under the wrong draft's parent.
+      out.ids.push_back(truth[j]);
+      out.parents.push_back(static_cast<int>(j) == wrong
+                                ? static_cast<uint32_t>(wrong)
+                                : static_cast<uint32_t>(out.ids.size() - 1));
+    }
+    out.Prune(info_->block_size - 1, info_->tree_nodes);
     return out;
   }
 
@@ -133,8 +149,9 @@ class OracleDrafter : public engine::DraftModel {
  public:
   // An oracle of `block_size` over the target `target` with taps of layers `taps`.
   OracleDrafter(int block_size, const engine::VerifierInfo& target,
-                const std::vector<int64_t>& taps, const Completions* plain)
+                const std::vector<int64_t>& taps, const Completions* plain, int tree_nodes = 0)
       : plain_(plain) {
+    info_.tree_nodes = tree_nodes;
     info_.block_size = block_size;
     info_.head_variant = "oracle";
     info_.vocab_size = target.vocab_size;

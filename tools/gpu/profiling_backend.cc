@@ -281,6 +281,41 @@ absl::Status ProfilingBackend::GatedDeltaNet(const float* qkv, const float* g, c
     return inner_.GatedDeltaNet(qkv, g, beta, rows, dims, state_in, state_out, out);
   });
 }
+absl::Status ProfilingBackend::GatherRows(const float* src, int64_t src_stride,
+                                          absl::Span<const int64_t> rows, int64_t width, float* dst,
+                                          int64_t dst_stride) {
+  return Timed("GatherRows", true,
+               [&] { return inner_.GatherRows(src, src_stride, rows, width, dst, dst_stride); });
+}
+absl::Status ProfilingBackend::TreeAttention(const cpu::AttentionShape& shape, const float* q,
+                                             int64_t q_stride, absl::Span<const int32_t> parents,
+                                             int64_t first_slot, const backend::KvCacheHandle& kv,
+                                             float* out, int64_t out_stride) {
+  return Timed("TreeAttention", true, [&] {
+    return inner_.TreeAttention(shape, q, q_stride, parents, first_slot, kv, out, out_stride);
+  });
+}
+absl::Status ProfilingBackend::CausalConv1dTree(const float* x, absl::Span<const int32_t> parents,
+                                                int64_t channels, const float* weight,
+                                                int64_t kernel, const float* state, float* y) {
+  return Timed("CausalConv1dTree", true, [&] {
+    return inner_.CausalConv1dTree(x, parents, channels, weight, kernel, state, y);
+  });
+}
+absl::Status ProfilingBackend::GatedDeltaNetTree(const float* qkv, const float* g,
+                                                 const float* beta,
+                                                 absl::Span<const int32_t> parents,
+                                                 const cpu::GatedDeltaNetDims& dims,
+                                                 const float* state, float* out) {
+  return Timed("GatedDeltaNetTree", true,
+               [&] { return inner_.GatedDeltaNetTree(qkv, g, beta, parents, dims, state, out); });
+}
+absl::Status ProfilingBackend::SelectorScoreTable(const cpu::SelectorWalkInputs& inputs,
+                                                  std::span<float> table,
+                                                  const cpu::SelectorWalkParams& params) {
+  return Timed("SelectorScoreTable", true,
+               [&] { return inner_.SelectorScoreTable(inputs, table, params); });
+}
 absl::Status ProfilingBackend::GatedRmsNorm(const float* x, const float* gate, int64_t groups,
                                             int64_t dim, const float* weight, float eps, float* y) {
   return Timed("GatedRmsNorm", true,

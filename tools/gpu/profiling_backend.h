@@ -108,6 +108,21 @@ class ProfilingBackend final : public backend::Backend {
   absl::Status GatedDeltaNet(const float* qkv, const float* g, const float* beta, int64_t rows,
                              const cpu::GatedDeltaNetDims& dims, const float* state_in,
                              float* state_out, float* out) override;
+  absl::Status GatherRows(const float* src, int64_t src_stride, absl::Span<const int64_t> rows,
+                          int64_t width, float* dst, int64_t dst_stride) override;
+  absl::Status TreeAttention(const cpu::AttentionShape& shape, const float* q, int64_t q_stride,
+                             absl::Span<const int32_t> parents, int64_t first_slot,
+                             const backend::KvCacheHandle& kv, float* out,
+                             int64_t out_stride) override;
+  absl::Status CausalConv1dTree(const float* x, absl::Span<const int32_t> parents, int64_t channels,
+                                const float* weight, int64_t kernel, const float* state,
+                                float* y) override;
+  absl::Status GatedDeltaNetTree(const float* qkv, const float* g, const float* beta,
+                                 absl::Span<const int32_t> parents,
+                                 const cpu::GatedDeltaNetDims& dims, const float* state,
+                                 float* out) override;
+  absl::Status SelectorScoreTable(const cpu::SelectorWalkInputs& inputs, std::span<float> table,
+                                  const cpu::SelectorWalkParams& params) override;
   absl::Status GatedRmsNorm(const float* x, const float* gate, int64_t groups, int64_t dim,
                             const float* weight, float eps, float* y) override;
   absl::Status DynamicConv(float* out, const float* x, const float* base, const float* dynamic,

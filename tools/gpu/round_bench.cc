@@ -10,6 +10,9 @@
 //   draft       the draft block alone (one appended row).
 // --prefill-reps times prefills of --prefill-tokens first, on the prompt path and as 64-row
 // launches.
+// --tree-nodes N drafts best-first trees of N drafts instead: the round verifies the tree (N + 1
+// rows) in one tree forward and commits the path greedy acceptance walks, and verify-tree times
+// the tree's verify alone (no verify-N steps).
 // --profile adds verify-16+commit (the commit timed as its own segment) and, for verify-1,
 // verify-16, the commit and the draft, a table of each backend op's GPU time, calls and host time
 // (ProfilingBackend: each op timed alone behind a spin), against the step's wall and busy times.
@@ -50,7 +53,7 @@ constexpr double kGoalUs = 5000.0, kTokensPerRound = 6.74;
 
 struct Flags {
   std::string target, drafter, json, head = "two-span";
-  int64_t prompt = 300, context = 4096, verify_rows = 16, block = 0, keep = 0;
+  int64_t prompt = 300, context = 4096, verify_rows = 16, block = 0, keep = 0, tree_nodes = 0;
   int64_t prefill_tokens = 4096;
   std::vector<int64_t> prefill_chunks = {256};
   int reps = 20, warmup = 3, profile_reps = 5, prefill_reps = 0;
@@ -125,12 +128,13 @@ class Bench {
     std::printf("copy 4 GiB d2d: %.0f GB/s (read + write)\n", copy_gbs_);
     json_["copy_gbs"] = copy_gbs_;
 
-    driver_ = std::make_unique<RoundDriver>(
-        *target_, *drafter_,
-        RoundOptions{.prompt = f_.prompt,
-                     .block = f_.block,
-                     .keep = f_.keep,
-                     .device_taps = !f_.two_backends && !f_.host_taps});
+    driver_ =
+        std::make_unique<RoundDriver>(*target_, *drafter_,
+                                      RoundOptions{.prompt = f_.prompt,
+                                                   .block = f_.block,
+                                                   .keep = f_.keep,
+                                                   .device_taps = !f_.two_backends && !f_.host_taps,
+                                                   .tree_nodes = f_.tree_nodes});
     start = std::chrono::steady_clock::now();
     ABSL_RETURN_IF_ERROR(driver_->Prefill());
     std::printf("prefill: %lld tokens and the first block in %.2f s\n",
@@ -139,16 +143,21 @@ class Bench {
     ABSL_ASSIGN_OR_RETURN(drafter_weights_, DrafterWeightBytes(f_.drafter, drafter_->head()));
 
     if (f_.prefill_reps > 0) ABSL_RETURN_IF_ERROR(TimePrefill());
-    const int64_t rows = f_.verify_rows;
+    const int64_t rows = f_.tree_nodes > 0 ? f_.tree_nodes + 1 : f_.verify_rows;
     ABSL_RETURN_IF_ERROR(Report(timer, "round", RoundStep(rows), RoundBytes(rows)));
-    for (const int64_t r : {int64_t{1}, int64_t{8}, int64_t{16}}) {
-      ABSL_RETURN_IF_ERROR(Report(timer, absl::StrFormat("verify-%d", r), VerifyStep(r, true),
-                                  TargetBytes(r, 0, true)));
+    if (f_.tree_nodes > 0) {
+      ABSL_RETURN_IF_ERROR(
+          Report(timer, "verify-tree", VerifyStep(rows, true), TargetBytes(rows, 0, true)));
+    } else {
+      for (const int64_t r : {int64_t{1}, int64_t{8}, int64_t{16}}) {
+        ABSL_RETURN_IF_ERROR(Report(timer, absl::StrFormat("verify-%d", r), VerifyStep(r, true),
+                                    TargetBytes(r, 0, true)));
+      }
+      ABSL_RETURN_IF_ERROR(
+          Report(timer, "verify-16-no-taps", VerifyStep(16, false), TargetBytes(16, 0, false)));
     }
-    ABSL_RETURN_IF_ERROR(
-        Report(timer, "verify-16-no-taps", VerifyStep(16, false), TargetBytes(16, 0, false)));
     ABSL_RETURN_IF_ERROR(Report(timer, "draft", DraftStep(), DrafterBytes(1)));
-    if (f_.profile) {
+    if (f_.profile && f_.tree_nodes == 0) {
       ABSL_RETURN_IF_ERROR(
           Report(timer, "verify-16+commit", CommitStep(rows), TargetBytes(rows, 1, true)));
       ABSL_RETURN_IF_ERROR(Profile());
@@ -156,7 +165,7 @@ class Bench {
     ABSL_RETURN_IF_ERROR(tb->Synchronize());
     ABSL_RETURN_IF_ERROR(db->Synchronize());
     PrintSummary(target_s, drafter_s);
-    if (f_.profile) PrintProfileSummary();
+    if (f_.profile && f_.tree_nodes == 0) PrintProfileSummary();
     if (!f_.json.empty()) std::ofstream(f_.json) << json_.dump(2) << "\n";
     return absl::OkStatus();
   }
@@ -386,15 +395,17 @@ class Bench {
     json_["cuda_graph"] = false;
     std::printf("==== summary (no CUDA graph: launch gaps = wall - GPU busy)\n");
     std::printf(
-        "round (verify %lld rows, commit, draft B=%lld%s): wall %.2f ms, GPU busy %.2f ms, "
+        "round (verify %lld rows%s, commit, draft B=%lld%s): wall %.2f ms, GPU busy %.2f ms, "
         "floor %.2f ms (%.1fx); goal 5 ms %s\n",
-        static_cast<long long>(f_.verify_rows), static_cast<long long>(driver_->block()),
+        static_cast<long long>(f_.tree_nodes > 0 ? f_.tree_nodes + 1 : f_.verify_rows),
+        f_.tree_nodes > 0 ? " as a tree" : "", static_cast<long long>(driver_->block()),
         f_.two_backends ? ", two backends" : "", r.wall_us / 1e3, r.busy_us / 1e3, floor / 1e3,
         r.wall_us / floor, r.wall_us <= kGoalUs ? "met" : "NOT met");
     std::printf("round: %.0f tokens/s at %.2f tokens per round (goal 1348; GPU busy alone: %.0f)\n",
                 kTokensPerRound * 1e6 / r.wall_us, kTokensPerRound,
                 kTokensPerRound * 1e6 / r.busy_us);
-    for (const char* s : {"verify-1", "verify-16", "draft"}) {
+    for (const char* s : {"verify-1", "verify-16", "verify-tree", "draft"}) {
+      if (times_.count(s) == 0) continue;
       std::printf("%s: wall %.2f ms, GPU busy %.2f ms, floor %.2f ms\n", s, times_[s].wall_us / 1e3,
                   times_[s].busy_us / 1e3, floors_[s] / 1e3);
     }
@@ -431,7 +442,11 @@ int main(int argc, char** argv) {
   app.add_option("--head", f.head, "Head variant");
   app.add_option("--prompt", f.prompt, "Prompt tokens prefilled")->check(CLI::PositiveNumber);
   app.add_option("--context", f.context, "Positions per sequence and stream");
-  app.add_option("--verify-rows", f.verify_rows, "Rows a round verifies")->check(CLI::Range(1, 16));
+  app.add_option("--verify-rows", f.verify_rows, "Rows a round verifies")
+      ->check(CLI::Range(int64_t{1}, twinspan::gpu::kMaxRoundRows));
+  app.add_option("--tree-nodes", f.tree_nodes,
+                 "Draft best-first trees of this many drafts and verify them as trees")
+      ->check(CLI::Range(int64_t{0}, twinspan::gpu::kMaxRoundRows - 1));
   app.add_option("--block", f.block, "Draft block size (0: the drafter's)");
   app.add_option("--keep", f.keep, "Rows a round commits (0: as greedy acceptance says)");
   app.add_option("--reps", f.reps, "Timed runs per step")->check(CLI::Range(20, 10000));

@@ -8,7 +8,7 @@
 
 namespace twinspan::gpu {
 
-constexpr int64_t kMaxRows = 16;
+constexpr int64_t kMaxRows = kMaxRoundRows;
 
 absl::Status RoundDriver::Prefill() {
   if (options_.prompt < 1) {
@@ -38,6 +38,7 @@ absl::Status RoundDriver::Prefill() {
       return absl::InvalidArgumentError("RoundOptions.device_taps with two backends");
     }
     ABSL_ASSIGN_OR_RETURN(taps_out_, b.AllocateFloats(kMaxRows * TapWidth()));
+    ABSL_ASSIGN_OR_RETURN(kept_taps_, b.AllocateFloats(kMaxRows * TapWidth()));
   }
   block_ = options_.block > 0 ? options_.block : drafter_.config().block_size;
   return Draft();
@@ -45,12 +46,27 @@ absl::Status RoundDriver::Prefill() {
 
 absl::Status RoundDriver::Verify(int64_t rows, bool taps) {
   if (rows < 1 || rows > kMaxRows) {
-    return absl::InvalidArgumentError(absl::StrFormat("verify of %d rows, need 1..16", rows));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("verify of %d rows, need 1..%d", rows, kMaxRows));
   }
   window_ = {pending_};
-  for (int64_t i = 1; i < rows; ++i) window_.push_back(proposals_[(i - 1) % proposals_.size()]);
+  window_parents_.clear();
+  if (options_.tree_nodes > 0) {
+    if (rows - 1 > static_cast<int64_t>(proposals_.size())) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "verify of %d rows: the drafter's tree has %d drafts", rows, proposals_.size()));
+    }
+    window_parents_ = {-1};
+    for (int64_t i = 1; i < rows; ++i) {  // The first drafts of a best-first tree are a tree.
+      window_.push_back(proposals_[i - 1]);
+      window_parents_.push_back(tree_parents_[i - 1]);
+    }
+  } else {
+    for (int64_t i = 1; i < rows; ++i) window_.push_back(proposals_[(i - 1) % proposals_.size()]);
+  }
   target::ForwardRequest request;
   request.tokens = window_;
+  request.parents = window_parents_;
   request.logits = target::LogitsRows::kAll;
   if (taps) request.tap_layer_ids = drafter_.config().target_layer_ids;
   request.logits_out = logits_.get();
@@ -76,27 +92,56 @@ absl::Status RoundDriver::Verify(int64_t rows, bool taps) {
 
 absl::Status RoundDriver::Commit(bool synchronize) {
   const int64_t rows = static_cast<int64_t>(window_.size());
-  keep_ = 1;  // Draft i is kept while it equals the target's argmax of the row before it.
-  while (keep_ < rows && window_[keep_] == argmax_[keep_ - 1]) ++keep_;
-  if (options_.keep > 0) keep_ = std::min(options_.keep, rows);
-  ABSL_RETURN_IF_ERROR(target_.Commit(*state_, keep_));
-  pending_ = argmax_[keep_ - 1];
+  kept_rows_ = {0};
+  // A row is kept while it is a draft equal to the target's argmax of the row it follows.
+  const auto parent = [&](int64_t r) {
+    return window_parents_.empty() ? r - 1 : window_parents_[r];
+  };
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (int64_t r = kept_rows_.back() + 1; r < rows && options_.keep == 0; ++r) {
+      if (parent(r) == kept_rows_.back() && window_[r] == argmax_[kept_rows_.back()]) {
+        kept_rows_.push_back(r);
+        grew = true;
+        break;
+      }
+    }
+  }
+  if (options_.keep > 0) {  // Forced: the first-child path.
+    for (int64_t r = 1; r < rows && static_cast<int64_t>(kept_rows_.size()) < options_.keep; ++r) {
+      if (parent(r) == kept_rows_.back()) kept_rows_.push_back(r);
+    }
+  }
+  keep_ = static_cast<int64_t>(kept_rows_.size());
+  ABSL_RETURN_IF_ERROR(target_.CommitPath(*state_, kept_rows_));
+  pending_ = argmax_[kept_rows_.back()];
   return synchronize ? target_.backend().Synchronize() : absl::OkStatus();
 }
 
 absl::Status RoundDriver::AppendAndDraft() {
   const int64_t width = TapWidth();
+  bool prefix = true;
+  for (int64_t i = 0; i < keep_; ++i) prefix = prefix && kept_rows_[i] == i;
   if (taps_in_backend_) {
+    const float* kept = taps_out_->floats();
+    if (!prefix) {  // The kept path's rows, gathered where they are.
+      backend::Backend& b = target_.backend();
+      ABSL_RETURN_IF_ERROR(
+          b.GatherRows(taps_out_->floats(), width, kept_rows_, width, kept_taps_->floats(), width));
+      kept = kept_taps_->floats();
+    }
     ABSL_RETURN_IF_ERROR(
-        drafter_.AppendTapsInBackend(*stream_, drafter::TapForm::kRaw, taps_out_->floats(), keep_));
+        drafter_.AppendTapsInBackend(*stream_, drafter::TapForm::kRaw, kept, keep_));
     return Draft();
   }
   if (static_cast<int64_t>(taps_.size()) < keep_ * width) {
     return absl::FailedPreconditionError("AppendAndDraft: the last Verify had no taps");
   }
-  ABSL_RETURN_IF_ERROR(drafter_.AppendTaps(*stream_, drafter::TapForm::kRaw,
-                                           std::span<const float>(taps_.data(), keep_ * width),
-                                           keep_));
+  std::vector<float> kept;
+  for (int64_t row : kept_rows_) {
+    kept.insert(kept.end(), taps_.begin() + row * width, taps_.begin() + (row + 1) * width);
+  }
+  ABSL_RETURN_IF_ERROR(drafter_.AppendTaps(*stream_, drafter::TapForm::kRaw, kept, keep_));
   return Draft();
 }
 
@@ -109,9 +154,12 @@ absl::Status RoundDriver::AppendOneAndDraft() {
 }
 
 absl::Status RoundDriver::Draft() {
-  ABSL_ASSIGN_OR_RETURN(drafter::Proposal p,
-                        drafter_.Propose(*stream_, pending_, {.block_size = block_}));
+  drafter::ProposeOptions options;
+  options.block_size = block_;
+  options.tree_nodes = options_.tree_nodes;
+  ABSL_ASSIGN_OR_RETURN(drafter::Proposal p, drafter_.Propose(*stream_, pending_, options));
   proposals_ = std::move(p.ids);
+  tree_parents_ = std::move(p.tree_parents);
   return absl::OkStatus();
 }
 

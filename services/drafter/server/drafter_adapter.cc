@@ -22,10 +22,10 @@ class AdapterSession : public engine::DraftSession {
  public:
   // `cache` may be null (no prefix cache).
   AdapterSession(const drafter::Drafter* drafter, drafter::DraftPrefixCache* cache,
-                 std::unique_ptr<drafter::DraftStream> stream)
-      : drafter_(drafter), cache_(cache), stream_(std::move(stream)) {}
+                 std::unique_ptr<drafter::DraftStream> stream, int tree_nodes)
+      : drafter_(drafter), cache_(cache), stream_(std::move(stream)), tree_nodes_(tree_nodes) {}
 
-  absl::StatusOr<std::vector<uint32_t>> Open(absl::Span<const uint32_t> prompt_ids,
+  absl::StatusOr<engine::DraftProposal> Open(absl::Span<const uint32_t> prompt_ids,
                                              const engine::TapRows& taps,
                                              uint32_t pending) override {
     const std::span<const uint32_t> prompt(prompt_ids.data(), prompt_ids.size());
@@ -54,7 +54,7 @@ class AdapterSession : public engine::DraftSession {
     if (cache_ != nullptr) ABSL_RETURN_IF_ERROR(cache_->Store(*stream_, prompt));
     return Propose(pending);
   }
-  absl::StatusOr<std::vector<uint32_t>> Commit(absl::Span<const uint32_t> ids,
+  absl::StatusOr<engine::DraftProposal> Commit(absl::Span<const uint32_t> ids,
                                                const engine::TapRows& taps,
                                                uint32_t pending) override {
     if (taps.rows != static_cast<int64_t>(ids.size())) {
@@ -75,17 +75,22 @@ class AdapterSession : public engine::DraftSession {
         std::span<const float>(taps.data.data(), taps.data.size()), taps.rows);
   }
 
-  absl::StatusOr<std::vector<uint32_t>> Propose(uint32_t pending) {
+  absl::StatusOr<engine::DraftProposal> Propose(uint32_t pending) {
     drafter::ProposeOptions options;  // greedy, the checkpoint's block size
+    options.tree_nodes = tree_nodes_;
     ABSL_ASSIGN_OR_RETURN(drafter::Proposal proposal,
                           drafter_->Propose(*stream_, static_cast<int32_t>(pending), options));
-    return std::vector<uint32_t>(proposal.ids.begin(), proposal.ids.end());
+    engine::DraftProposal out;
+    out.ids.assign(proposal.ids.begin(), proposal.ids.end());
+    out.parents.assign(proposal.tree_parents.begin(), proposal.tree_parents.end());
+    return out;
   }
 
   const drafter::Drafter* drafter_;
   drafter::DraftPrefixCache* cache_;
   std::unique_ptr<drafter::DraftStream> stream_;
   int64_t resumed_ = 0;
+  const int tree_nodes_;
 };
 
 class DrafterAdapter : public engine::DraftModel {
@@ -102,7 +107,8 @@ class DrafterAdapter : public engine::DraftModel {
   const engine::DrafterInfo& info() const override { return info_; }
   absl::StatusOr<std::unique_ptr<engine::DraftSession>> NewSession() const override {
     ABSL_ASSIGN_OR_RETURN(std::unique_ptr<drafter::DraftStream> stream, drafter_->NewStream());
-    return std::make_unique<AdapterSession>(drafter_.get(), cache_.get(), std::move(stream));
+    return std::make_unique<AdapterSession>(drafter_.get(), cache_.get(), std::move(stream),
+                                            info_.tree_nodes);
   }
   engine::PrefixCacheUse prefix_cache_use() const override {
     if (cache_ == nullptr) return {};
@@ -165,6 +171,12 @@ absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
   options.model.linear_bits =
       o.drafter_bits == 4 ? drafter::LinearBits::kQ4 : drafter::LinearBits::kAsStored;
   options.head = o.head_variant;
+  if (o.tree_nodes != DrafterAdapterOptions::kAutoTreeNodes &&
+      (o.tree_nodes < 0 || o.tree_nodes > drafter::kMaxTreeNodes)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--draft-tree-nodes %d: 0 (chains) up to %d drafts a tree", o.tree_nodes,
+                        drafter::kMaxTreeNodes));
+  }
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<drafter::Drafter> d,
                         drafter::Drafter::Open(o.drafter_dir, o.target_dir, options));
   if (spec.is_cuda()) ABSL_RETURN_IF_ERROR(DraftOneBlock(*d, spec.ToString()));
@@ -190,6 +202,16 @@ absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
                                                      o.prefix_block_tokens,
                                                      static_cast<size_t>(o.prefix_cache_bytes)}));
   }
+  const bool dflash2 = c.kind == drafter::DrafterKind::kDFlash2;
+  if (o.tree_nodes > 0 && !dflash2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--draft-tree-nodes ", o.tree_nodes, ": ", o.drafter_dir,
+                     " is a DFlash drafter; trees are built from a DFlash2 selector's candidates "
+                     "(use 0 for chains)"));
+  }
+  info.tree_nodes = o.tree_nodes == DrafterAdapterOptions::kAutoTreeNodes
+                        ? (dflash2 ? DrafterAdapterOptions::kDefaultTreeNodes : 0)
+                        : o.tree_nodes;
   return std::unique_ptr<engine::DraftModel>(new DrafterAdapter(
       std::move(pool), std::move(backend), std::move(d), std::move(cache), std::move(info)));
 }
@@ -197,8 +219,9 @@ absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
 absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenInProcessDrafter(
     const std::string& drafter_dir, const std::string& target_dir, const std::string& head_variant,
     int64_t context, int threads, const std::string& device, int64_t prefix_cache_bytes,
-    int64_t prefix_block_tokens) {
+    int64_t prefix_block_tokens, int tree_nodes) {
   DrafterAdapterOptions o;
+  o.tree_nodes = tree_nodes;
   o.drafter_dir = drafter_dir;
   o.target_dir = target_dir;
   o.head_variant = head_variant;

@@ -42,6 +42,9 @@ int Run(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--prefix-block-tokens", o.prefix_block_tokens,
                  "Prefix cache granularity in tokens (the targets' --prefix-block-tokens)");
+  app.add_option("--draft-tree-nodes", o.tree_nodes,
+                 "Drafts per proposal as a best-first tree (DFlash2; default 15); 0: the "
+                 "selector walk's chain");
   app.add_option("--max-message-mb", max_message_mb, "gRPC message size limit");
   app.add_option("--drain-seconds", drain_seconds, "Grace period on SIGTERM");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
@@ -64,9 +67,11 @@ int Run(int argc, char** argv) {
   }
   const auto& info = (*model)->info();
   spdlog::info(
-      "drafter: {} over {}: head {}, block {}, taps from layers [{}], device {}, prefix cache {} "
-      "MiB in blocks of {} tokens",
+      "drafter: {} over {}: head {}, block {}, {}, taps from layers [{}], device {}, prefix cache "
+      "{} MiB in blocks of {} tokens",
       o.drafter_dir, o.target_dir, info.head_variant, info.block_size,
+      info.tree_nodes > 0 ? fmt::format("trees of {} drafts", info.tree_nodes)
+                          : std::string("chains"),
       fmt::join(info.target_layer_ids, ","), o.device, prefix_cache_mb, o.prefix_block_tokens);
   auto registry = std::make_shared<prometheus::Registry>();
   twinspan::metrics::ServingMetrics metrics(registry, "drafter");

@@ -106,6 +106,14 @@ absl::Status DraftRequestHandler::Hello(const v1::Hello& hello) {
   ack->set_tap_dtype(dtype_);
   ack->set_drafter_fingerprint(info.drafter_fingerprint);
   ack->set_fused_width(static_cast<uint32_t>(std::max(0, info.fused_width)));
+  // A target that verifies smaller trees (or chains only: 0) gets its part of each tree.
+  max_tree_nodes_ = std::min<int64_t>(std::max(0, info.tree_nodes), hello.max_tree_nodes());
+  ack->set_tree_nodes(static_cast<uint32_t>(max_tree_nodes_));
+  if (info.tree_nodes > 0 && max_tree_nodes_ < info.tree_nodes) {
+    spdlog::info("drafter: target {} verifies trees of at most {} drafts; proposals are cut to {}",
+                 hello.target_name(), hello.max_tree_nodes(),
+                 max_tree_nodes_ > 0 ? "that many" : "their main chain");
+  }
   reply_(std::move(reply));
   return absl::OkStatus();
 }
@@ -137,7 +145,7 @@ void DraftRequestHandler::Open(const v1::Open& open) {
   absl::StatusOr<std::unique_ptr<engine::DraftSession>> session = model_->NewSession();
   if (!session.ok()) return Error(id, 1, session.status(), open.request_id());
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::vector<uint32_t>> ids =
+  absl::StatusOr<engine::DraftProposal> ids =
       (*session)->Open(open.prompt_ids(), *taps, open.pending());
   if (!ids.ok()) return Error(id, 1, ids.status(), open.request_id());
   if (metrics_ != nullptr) {
@@ -149,7 +157,7 @@ void DraftRequestHandler::Open(const v1::Open& open) {
   AddOpen(1);
   spdlog::info("[{}] drafter: stream {} opened ({} prompt rows, {} resumed from its cache)",
                open.request_id(), id, open.prompt_ids_size(), resumed);
-  Propose(id, 1, *ids, start);
+  Propose(id, 1, *std::move(ids), start);
 }
 
 void DraftRequestHandler::Commit(const v1::Commit& commit) {
@@ -168,7 +176,7 @@ void DraftRequestHandler::Commit(const v1::Commit& commit) {
   absl::StatusOr<engine::TapRows> taps = Taps(commit.tap_form(), commit.taps(), commit.ids_size());
   if (!taps.ok()) return Error(id, commit.round() + 1, taps.status());
   const absl::Time start = absl::Now();
-  absl::StatusOr<std::vector<uint32_t>> ids =
+  absl::StatusOr<engine::DraftProposal> ids =
       it->second.session->Commit(commit.ids(), *taps, commit.pending());
   if (!ids.ok()) {
     const std::string request_id = it->second.request_id;
@@ -177,7 +185,7 @@ void DraftRequestHandler::Commit(const v1::Commit& commit) {
     return Error(id, commit.round() + 1, ids.status(), request_id);
   }
   it->second.committed_round = commit.round();
-  Propose(id, commit.round() + 1, *ids, start);
+  Propose(id, commit.round() + 1, *std::move(ids), start);
 }
 
 void DraftRequestHandler::Close(uint64_t stream_id) {
@@ -208,8 +216,8 @@ absl::StatusOr<engine::TapRows> DraftRequestHandler::Taps(v1::TapForm form,
                        &taps_);
 }
 
-void DraftRequestHandler::Propose(uint64_t stream_id, uint32_t round,
-                                  const std::vector<uint32_t>& ids, absl::Time start) {
+void DraftRequestHandler::Propose(uint64_t stream_id, uint32_t round, engine::DraftProposal ids,
+                                  absl::Time start) {
   if (metrics_ != nullptr) {
     metrics_->RecordPropose(model_->info().head_variant,
                             absl::ToDoubleSeconds(absl::Now() - start));
@@ -218,7 +226,10 @@ void DraftRequestHandler::Propose(uint64_t stream_id, uint32_t round,
   v1::Proposal* proposal = reply.mutable_proposal();
   proposal->set_stream_id(stream_id);
   proposal->set_round(round);
-  proposal->mutable_ids()->Add(ids.begin(), ids.end());
+  if (ids.is_tree() && max_tree_nodes_ == 0) ids = ids.MainChain();
+  if (ids.is_tree()) ids.Prune(static_cast<int64_t>(ids.ids.size()), max_tree_nodes_);
+  proposal->mutable_ids()->Add(ids.ids.begin(), ids.ids.end());
+  proposal->mutable_parents()->Add(ids.parents.begin(), ids.parents.end());
   reply_(std::move(reply));
 }
 

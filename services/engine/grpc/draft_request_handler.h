@@ -72,8 +72,7 @@ class DraftRequestHandler {
   void Close(uint64_t stream_id);
   // A message's tap rows in the negotiated form and dtype, as floats.
   absl::StatusOr<engine::TapRows> Taps(v1::TapForm form, const v1::Tensor& tensor, size_t ids);
-  void Propose(uint64_t stream_id, uint32_t round, const std::vector<uint32_t>& ids,
-               absl::Time start);
+  void Propose(uint64_t stream_id, uint32_t round, engine::DraftProposal ids, absl::Time start);
   void Error(uint64_t stream_id, uint32_t round, const absl::Status& status,
              const std::string& request_id = "");
   void AddOpen(int delta);
@@ -86,6 +85,7 @@ class DraftRequestHandler {
   bool greeted_ = false;
   v1::TapForm form_ = v1::TAP_FORM_RAW;
   v1::DType dtype_ = v1::DTYPE_F32;
+  int64_t max_tree_nodes_ = 0;  // Drafts a tree sent on this link may hold (the Hello's, capped).
   std::map<uint64_t, Stream> sessions_;
   std::vector<float> taps_;
 };

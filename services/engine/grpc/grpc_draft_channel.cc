@@ -1,5 +1,6 @@
 #include "services/engine/grpc/grpc_draft_channel.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -92,13 +93,17 @@ absl::StatusOr<engine::DrafterInfo> AcceptHelloAck(const v1::HelloAck& ack,
   info.tap_width = static_cast<int>(info.target_layer_ids.size()) * want.hidden_size;
   info.fused_width = static_cast<int>(ack.fused_width());
   info.drafter_fingerprint = ack.drafter_fingerprint();
+  info.tree_nodes = static_cast<int>(ack.tree_nodes());
   return info;
 }
 
 void DeliverToBox(const v1::DraftReply& reply, engine::ProposalBox* box) {
   if (reply.has_proposal()) {
     const v1::Proposal& p = reply.proposal();
-    box->Put(p.stream_id(), p.round(), std::vector<uint32_t>(p.ids().begin(), p.ids().end()));
+    engine::DraftProposal proposal;
+    proposal.ids.assign(p.ids().begin(), p.ids().end());
+    proposal.parents.assign(p.parents().begin(), p.parents().end());
+    box->Put(p.stream_id(), p.round(), std::move(proposal));
   } else if (reply.has_error()) {
     const v1::StreamError& e = reply.error();
     // A code outside the canonical set, or OK, is still an error of that stream.
@@ -135,6 +140,7 @@ class GrpcDraftChannel::Link final
     if (fusion != nullptr) h->set_drafter_fingerprint(fusion->drafter_fingerprint());
     h->set_tap_dtype(owner_->options_.bf16_taps ? v1::DTYPE_BF16 : v1::DTYPE_F32);
     h->set_target_name(owner_->options_.target_name);
+    h->set_max_tree_nodes(static_cast<uint32_t>(std::max(0, owner_->options_.max_tree_nodes)));
     writes_.Push(std::move(hello));
     StartRead(&incoming_);
     StartCall();
@@ -400,7 +406,7 @@ std::shared_ptr<GrpcDraftChannel::Link> GrpcDraftChannel::ReadyLink() const {
   return link_ready_ ? link_ : nullptr;
 }
 
-absl::StatusOr<std::vector<uint32_t>> GrpcDraftChannel::Await(uint64_t stream_id, uint32_t round,
+absl::StatusOr<engine::DraftProposal> GrpcDraftChannel::Await(uint64_t stream_id, uint32_t round,
                                                               absl::Time deadline) {
   return box_.Await(stream_id, round, deadline);
 }

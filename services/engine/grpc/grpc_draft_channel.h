@@ -29,6 +29,9 @@ struct GrpcDraftChannelOptions {
   std::string target_fingerprint;
   int hidden_size = 0;  // floats per tap layer per row
   int num_layers = 0;   // the drafter's tap layer ids must be below it (0: not checked)
+  // Drafts this target verifies as one tree (Hello.max_tree_nodes); 0: chains only, and a tree
+  // drafter sends its main chain.
+  int max_tree_nodes = 0;
   // Sends fused rows (the drafter's fc + hidden_norm applied on the target's side) when set; not
   // owned, must outlive the channel. Rows that arrive fused (TapRows::fused, the target's verifier
   // fused them on its backend) are sent as they are; raw rows go through fusion->Fuse. The drafter
@@ -66,7 +69,7 @@ class GrpcDraftChannel : public engine::DraftChannel {
   absl::Status Open(const engine::DraftOpen& open) override;
   absl::Status Commit(const engine::DraftCommit& commit) override;
   void Close(uint64_t stream_id) override;
-  absl::StatusOr<std::vector<uint32_t>> Await(uint64_t stream_id, uint32_t round,
+  absl::StatusOr<engine::DraftProposal> Await(uint64_t stream_id, uint32_t round,
                                               absl::Time deadline) override;
 
   // Waits until ready() or the timeout; true when ready.

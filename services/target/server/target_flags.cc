@@ -22,6 +22,9 @@ void AddTargetFlags(CLI::App& app, TargetFlags& f, bool with_grpc_drafter) {
   app.add_option("--drafter-device", o.drafter_device,
                  "Device of the in-process drafter (default: --device)");
   app.add_option("--head-variant", o.head_variant, "Head variant of the in-process drafter");
+  app.add_option("--draft-tree-nodes", o.draft_tree_nodes,
+                 "Drafts per proposal of the in-process drafter as a best-first tree (DFlash2; "
+                 "default 15); 0: the selector walk's chain");
   app.add_option("--parallel", o.parallel, "Live streams per round");
   app.add_option("--context", o.context, "Positions per stream (prompt + completion)");
   app.add_option("--threads", o.threads, "CPU threads (0: all)");

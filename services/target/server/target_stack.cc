@@ -23,6 +23,12 @@
 #include "spdlog/spdlog.h"
 
 namespace twinspan::serving {
+namespace {
+
+// Drafts a verify window may carry: the 127-node trees a drafter builds at most, plus room.
+constexpr int kMaxDraftNodes = 127;
+
+}  // namespace
 
 struct TargetStack::Parts {
   std::unique_ptr<cpu::ThreadPool> pool;
@@ -129,9 +135,9 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
     // The drafter holds the stream's committed rows plus one block of scratch.
     constexpr int64_t kBlockRoom = 16;
     ABSL_ASSIGN_OR_RETURN(
-        p.draft_model,
-        open_drafter(o.drafter_model_dir, o.model_dir, o.head_variant, o.context + kBlockRoom,
-                     threads, drafter_device, prefix_cache_bytes, o.prefix_block_tokens));
+        p.draft_model, open_drafter(o.drafter_model_dir, o.model_dir, o.head_variant,
+                                    o.context + kBlockRoom, threads, drafter_device,
+                                    prefix_cache_bytes, o.prefix_block_tokens, o.draft_tree_nodes));
     const engine::DrafterInfo& d = p.draft_model->info();
     if (d.vocab_size != info.vocab_size || d.tokenizer_sha256 != p.codec->sha256() ||
         d.target_fingerprint != fingerprint) {
@@ -152,6 +158,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
     copt.target_fingerprint = fingerprint;
     copt.hidden_size = info.hidden_size;
     copt.num_layers = info.num_layers;
+    copt.max_tree_nodes = kMaxDraftNodes;  // TargetVerifier verifies trees on every backend.
     copt.max_message_bytes = o.max_message_bytes;
     copt.bf16_taps = o.bf16_taps;
     if (!o.fuse_taps_drafter_dir.empty()) {
@@ -178,6 +185,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   eopt.max_tokens_limit = o.max_tokens_limit;
   eopt.draft_timeout = o.draft_timeout;
   eopt.draft_window = draft_window;
+  eopt.max_draft_nodes = kMaxDraftNodes;
   eopt.name = o.name;
   eopt.context_copy_ngram = o.context_copy_ngram;
   eopt.context_copy_max_tokens = o.context_copy_max_tokens;

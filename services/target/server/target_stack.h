@@ -44,6 +44,7 @@ struct TargetStackOptions {
   security::ChannelSecurity drafter_security;  // how drafter_address is dialled
   std::string drafter_model_dir;          // or a drafter run in this process (single-process mode)
   std::string head_variant = "two-span";  // of the in-process drafter
+  int draft_tree_nodes = -1;  // of the in-process drafter: -1 its default, 0 chains, N a tree
   // Split mode: the drafter checkpoint whose fc + hidden_norm this target applies before sending
   // tap rows (fused form, 5x fewer bytes for five taps); empty sends raw rows.
   std::string fuse_taps_drafter_dir;
@@ -65,7 +66,7 @@ struct TargetStackOptions {
 using DraftModelOpener = absl::StatusOr<std::unique_ptr<engine::DraftModel>> (*)(
     const std::string& drafter_dir, const std::string& target_dir, const std::string& head_variant,
     int64_t context, int threads, const std::string& device, int64_t prefix_cache_bytes,
-    int64_t prefix_block_tokens);
+    int64_t prefix_block_tokens, int tree_nodes);
 
 // Owns the parts; destroy before the server that serves `backend()` is gone.
 class TargetStack {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "kernels/cpu/tree_rows.h"
 
 namespace twinspan::serving {
 namespace {
@@ -39,9 +40,11 @@ absl::Status CheckFusedLayers(const engine::TapFuser& fuser, absl::Span<const in
 }
 
 target::ForwardRequest VerifyRequest(absl::Span<const int32_t> tokens,
+                                     absl::Span<const int32_t> parents,
                                      absl::Span<const int64_t> taps) {
   target::ForwardRequest request;
   request.tokens = tokens;
+  request.parents = parents;
   request.logits = target::LogitsRows::kAll;
   request.tap_layer_ids.assign(taps.begin(), taps.end());
   return request;
@@ -66,7 +69,12 @@ class TargetVerifier::Sequence : public engine::VerifierSequence {
 
   absl::Status Verify(absl::Span<const uint32_t> window, const std::vector<int64_t>& taps,
                       engine::WindowOutput* out) override {
-    engine::VerifyJob job{this, window, taps, out, {}, nullptr};
+    return VerifyTree(window, {}, taps, out);
+  }
+
+  absl::Status VerifyTree(absl::Span<const uint32_t> window, absl::Span<const int32_t> parents,
+                          const std::vector<int64_t>& taps, engine::WindowOutput* out) override {
+    engine::VerifyJob job{this, window, taps, out, {}, nullptr, {}, parents};
     verifier_->VerifyBatch(absl::MakeSpan(&job, 1));
     return job.status;
   }
@@ -76,7 +84,13 @@ class TargetVerifier::Sequence : public engine::VerifierSequence {
     return verifier_->model_->Commit(*state_, n_keep);
   }
 
+  absl::Status CommitPath(absl::Span<const int64_t> path) override {
+    absl::MutexLock lock(&verifier_->mu_);
+    return verifier_->model_->CommitPath(*state_, path);
+  }
+
   absl::Status ReadTaps(int64_t rows, std::vector<float>* out) override;
+  absl::Status ReadTapRows(absl::Span<const int64_t> rows, std::vector<float>* out) override;
 
   // Under the verifier's lock, for VerifyBatch.
   const TargetVerifier* verifier() const { return verifier_; }
@@ -172,31 +186,67 @@ absl::Status TargetVerifier::Sequence::Prefill(absl::Span<const uint32_t> prompt
 }
 
 absl::Status TargetVerifier::Sequence::ReadTaps(int64_t rows, std::vector<float>* out) {
+  if (rows < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("ReadTaps: ", rows, " rows asked for"));
+  }
+  std::vector<int64_t> prefix(rows);
+  for (int64_t i = 0; i < rows; ++i) prefix[i] = i;
+  return ReadTapRows(prefix, out);
+}
+
+absl::Status TargetVerifier::Sequence::ReadTapRows(absl::Span<const int64_t> rows,
+                                                   std::vector<float>* out) {
   absl::MutexLock lock(&verifier_->mu_);
   if (held_rows_ == 0 || taps_ == nullptr) {
     return absl::FailedPreconditionError("ReadTaps: the last Verify left no tap rows");
   }
-  if (rows < 0 || rows > held_rows_) {
+  bool prefix = true;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= held_rows_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ReadTaps: row ", rows[i], " asked for, ", held_rows_, " held"));
+    }
+    prefix = prefix && rows[i] == static_cast<int64_t>(i);
+  }
+  if (static_cast<int64_t>(rows.size()) > held_rows_) {
     return absl::InvalidArgumentError(
-        absl::StrCat("ReadTaps: ", rows, " rows asked for, ", held_rows_, " held"));
+        absl::StrCat("ReadTaps: ", rows.size(), " rows asked for, ", held_rows_, " held"));
   }
   backend::Backend& be = verifier_->model_->backend();
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const backend::Buffer* raw = taps_.get();
+  std::unique_ptr<backend::Buffer> gathered;  // A tree's kept path, back to back.
+  if (!prefix) {
+    ABSL_ASSIGN_OR_RETURN(gathered, be.AllocateFloats(n * held_width_));
+    ABSL_RETURN_IF_ERROR(be.GatherRows(taps_->floats(), held_width_, rows, held_width_,
+                                       gathered->floats(), held_width_));
+    raw = gathered.get();
+  }
   if (!held_fused_) {
-    out->resize(rows * held_width_);
-    return be.Download(out->data(), *taps_, 0, out->size() * kFloat);
+    out->resize(n * held_width_);
+    return be.Download(out->data(), *raw, 0, out->size() * kFloat);
   }
   const engine::TapFuser& fuser = *verifier_->options_.fuser;
-  out->resize(rows * fuser.fused_width());
-  if (rows == 0) return absl::OkStatus();
+  out->resize(n * fuser.fused_width());
+  if (n == 0) return absl::OkStatus();
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> fused,
-                        be.AllocateFloats(rows * fuser.fused_width()));
-  ABSL_RETURN_IF_ERROR(fuser.FuseOnBackend(taps_->floats(), rows, fused->floats()));
+                        be.AllocateFloats(n * fuser.fused_width()));
+  ABSL_RETURN_IF_ERROR(fuser.FuseOnBackend(raw->floats(), n, fused->floats()));
   return be.Download(out->data(), *fused, 0, out->size() * kFloat);
 }
 
+namespace {
+
+engine::VerifierInfo WithTrees(engine::VerifierInfo info) {
+  info.verifies_trees = true;  // Every family verifies trees (TargetModel::CommitPath).
+  return info;
+}
+
+}  // namespace
+
 TargetVerifier::TargetVerifier(const target::TargetModel* model, engine::VerifierInfo info,
                                const TargetVerifierOptions& options)
-    : model_(model), info_(std::move(info)), options_(options) {}
+    : model_(model), info_(WithTrees(std::move(info))), options_(options) {}
 
 engine::PrefixCacheUse TargetVerifier::prefix_cache_use() const {
   absl::MutexLock lock(&mu_);
@@ -256,9 +306,13 @@ void TargetVerifier::VerifyBatchLocked(absl::Span<engine::VerifyJob> jobs) const
       job.status = absl::InvalidArgumentError(absl::StrCat(
           "VerifyBatch: ", job.allowed.size(), " masks for a window of ", job.window.size()));
     }
+    if (job.status.ok() && !job.allowed.empty() && !job.parents.empty()) {
+      job.status = absl::InvalidArgumentError(
+          "VerifyBatch: structured output masks on a tree window (verify its main chain)");
+    }
     if (!job.status.ok()) continue;
     tokens[i] = ToInt32(job.window);
-    requests[i] = VerifyRequest(tokens[i], job.tap_layer_ids);
+    requests[i] = VerifyRequest(tokens[i], job.parents, job.tap_layer_ids);
     job.status = model_->CheckForward(sequence->state(), requests[i]);
     if (!job.status.ok()) continue;
     sequences[i] = sequence;
@@ -319,8 +373,12 @@ void TargetVerifier::VerifyBatchLocked(absl::Span<engine::VerifyJob> jobs) const
     const engine::SamplingOptions* s = jobs[i].sampling;
     if (s == nullptr) continue;
     const int64_t length = sequences[i]->state().length();
-    for (size_t r = 0; r < tokens[i].size(); ++r) {
-      draws.push_back({Params(*s), s->seed, length + static_cast<int64_t>(r) + 1});
+    const int64_t rows = static_cast<int64_t>(tokens[i].size());
+    const std::vector<int64_t> depth = jobs[i].parents.empty()
+                                           ? std::vector<int64_t>()
+                                           : cpu::TreeDepths(jobs[i].parents.data(), rows);
+    for (int64_t r = 0; r < rows; ++r) {  // A tree's rows draw at their depth's position.
+      draws.push_back({Params(*s), s->seed, length + (depth.empty() ? r : depth[r]) + 1});
       if (!jobs[i].allowed.empty()) draws.back().allowed = jobs[i].allowed[r].words;
     }
   }

@@ -1,6 +1,7 @@
 // drafted == plain: a random tiny drafter of each kind over the golden tiny targets of each family
 // (golden/README.md sections 5 and 6), greedy and sampled, with the drafter's linears as stored or
-// at 4 bits (Q4): drafts, whatever their precision, only ever change speed.
+// at 4 bits (Q4), chains and (DFlash2) trees: drafts, whatever their precision or shape, only ever
+// change speed.
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -24,6 +25,7 @@ struct Case {
   bool dflash2;
   float temperature;
   bool q4 = false;
+  int64_t tree_nodes = 0;  // DFlash2: trees of this many drafts.
 };
 
 class DraftedEqualsPlainTest : public ::testing::TestWithParam<Case> {};
@@ -40,7 +42,7 @@ TEST_P(DraftedEqualsPlainTest, SameTokens) {
   auto drafter =
       Drafter::Open(drafter_dir, target_dir, {.model = model, .head = "0:2048,3968:4096"});
   ASSERT_TRUE(drafter.ok()) << drafter.status();
-  testing::ExpectDraftedEqualsPlain(**target, **drafter, c.temperature);
+  testing::ExpectDraftedEqualsPlain(**target, **drafter, c.temperature, c.tree_nodes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, DraftedEqualsPlainTest,
@@ -55,7 +57,12 @@ INSTANTIATE_TEST_SUITE_P(Families, DraftedEqualsPlainTest,
                                            Case{"hf_qwen3_tiny/model", true, 0.0f, true},
                                            Case{"hf_qwen3_tiny/model", false, 0.0f, true},
                                            Case{"hf_qwen3_5_tiny/model", true, 0.0f, true},
-                                           Case{"hf_qwen3_5_tiny/model", true, 0.8f, true}));
+                                           Case{"hf_qwen3_5_tiny/model", true, 0.8f, true},
+                                           Case{"hf_qwen3_tiny/model", true, 0.0f, false, 15},
+                                           Case{"hf_qwen3_tiny/model", true, 0.8f, false, 9},
+                                           Case{"hf_qwen3_5_tiny/model", true, 0.0f, false, 15},
+                                           Case{"hf_qwen3_5_tiny/model", true, 0.8f, false, 31},
+                                           Case{"hf_qwen3_5_tiny/model", true, 0.0f, true, 4}));
 
 }  // namespace
 }  // namespace twinspan::drafter

@@ -14,15 +14,20 @@
 namespace twinspan::drafter::testing {
 
 // For seeds 1 and 2, greedy (temperature 0) or sampled with top_k 40: SpeculativeGenerate of 20
-// tokens from a fixed prompt returns PlainGenerate's ids, and its accept lengths add up to them.
+// tokens from a fixed prompt (trees of tree_nodes drafts when > 0) returns PlainGenerate's ids,
+// and its accept lengths add up to them.
 inline void ExpectDraftedEqualsPlain(const target::TargetModel& target, const Drafter& drafter,
-                                     float temperature) {
+                                     float temperature, int64_t tree_nodes = 0) {
   const std::vector<int32_t> prompt = {11, 402, 95, 3001, 77, 12, 1999, 4000, 5};
   const sampler::SamplingParams sampling{.temperature = temperature, .top_k = 40};
   for (const uint64_t seed : {1u, 2u}) {
     auto drafted =
-        SpeculativeGenerate(target, drafter, prompt, 20, {.sampling = sampling, .seed = seed});
+        SpeculativeGenerate(target, drafter, prompt, 20,
+                            {.sampling = sampling, .seed = seed, .tree_nodes = tree_nodes});
     ASSERT_TRUE(drafted.ok()) << drafted.status();
+    for (const std::vector<int32_t>& parents : drafted->round_parents) {
+      EXPECT_EQ(parents.empty(), tree_nodes == 0);  // Trees when asked, else chains.
+    }
     auto plain = PlainGenerate(target, prompt, 20, sampling, seed);
     ASSERT_TRUE(plain.ok()) << plain.status();
     EXPECT_EQ(drafted->output_ids, *plain) << "seed " << seed;

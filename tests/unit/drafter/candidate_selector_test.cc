@@ -139,5 +139,32 @@ TEST(SelectorWalkTest, RejectsCodebookOfWrongRank) {
       absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SelectorScoreTableTest, HoldsEveryPairScoreAndTheWalksScoresAlongItsPath) {
+  Walk w;
+  std::vector<float> table(2 * 2 * 2);
+  const SelectorWalkParams params{.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1};
+  ASSERT_TRUE(SelectorScoreTable({}, w.Inputs(), table, params).ok());
+  // Slot 0 after the anchor (both rows alike): 1 + 1*1*1, 0.5 + 1*1*2.
+  EXPECT_EQ(table, (std::vector<float>{2.0f, 2.5f, 2.0f, 2.5f,
+                                       // Slot 1 after candidate 1 (token 1), then token 2.
+                                       0.2f + 3.0f, 1.0f, 0.2f + 6.0f, 1.0f}));
+  ASSERT_TRUE(SelectorWalk({}, w.Inputs(), w.Outputs(), params).ok());
+  // The walk took token 2 (candidate 1) at slot 0: its slot-1 scores are table row (1, 1).
+  EXPECT_EQ(0, std::memcmp(&table[0], &w.scores[0], 2 * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(&table[6], &w.scores[2], 2 * sizeof(float)));
+}
+
+TEST(SelectorScoreTableTest, RefusesATableOfTheWrongSizeAndBadIds) {
+  Walk w;
+  std::vector<float> table(7);
+  const SelectorWalkParams params{.slots = 2, .top_k = 2, .rank = 1, .anchor_id = 1};
+  EXPECT_EQ(SelectorScoreTable({}, w.Inputs(), table, params).code(),
+            absl::StatusCode::kInvalidArgument);
+  table.resize(8);
+  w.candidates[3] = 4;
+  EXPECT_EQ(SelectorScoreTable({}, w.Inputs(), table, params).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace twinspan::cpu
