@@ -6,7 +6,7 @@ namespace twinspan::http {
 
 void GenerateQueue::Write(v1::GenerateResponse response) {
   absl::MutexLock lock(&mu_);
-  if (finished_ || cancelled_.load()) return;
+  if (finished_ || cancel_.cancelled()) return;
   streamed_ = true;
   queue_.push_back(std::move(response));
 }
@@ -23,30 +23,9 @@ bool GenerateQueue::Streamed() const {
   return streamed_;
 }
 
-void GenerateQueue::OnCancel(std::function<void()> hook) {
-  {
-    absl::MutexLock lock(&mu_);
-    if (hook_set_) return;  // one hook only
-    hook_set_ = true;
-    if (!cancel_ran_) {
-      hook_ = std::move(hook);
-      return;
-    }
-  }
-  hook();  // already cancelled
-}
+void GenerateQueue::OnCancel(std::function<void()> hook) { cancel_.Set(std::move(hook)); }
 
-void GenerateQueue::Cancel() {
-  cancelled_.store(true);
-  std::function<void()> hook;
-  {
-    absl::MutexLock lock(&mu_);
-    if (cancel_ran_) return;
-    cancel_ran_ = true;
-    hook.swap(hook_);
-  }
-  if (hook) hook();
-}
+void GenerateQueue::Cancel() { cancel_.Cancel(); }
 
 std::optional<v1::GenerateResponse> GenerateQueue::Next(absl::Time until) {
   absl::MutexLock lock(&mu_);

@@ -3,7 +3,6 @@
 #ifndef TWINSPAN_SERVICES_HTTP_GENERATE_QUEUE_H_
 #define TWINSPAN_SERVICES_HTTP_GENERATE_QUEUE_H_
 
-#include <atomic>
 #include <deque>
 #include <functional>
 #include <optional>
@@ -11,6 +10,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "services/engine/grpc/cancel_hook.h"
 #include "services/engine/grpc/serving_backend.h"
 
 namespace twinspan::http {
@@ -20,7 +20,7 @@ class GenerateQueue : public rpc::GenerateWriter {
  public:
   void Write(v1::GenerateResponse response) override;
   void Finish(const absl::Status& status) override;
-  bool Cancelled() const override { return cancelled_.load(); }
+  bool Cancelled() const override { return cancel_.cancelled(); }
   bool Streamed() const override;
   void OnCancel(std::function<void()> hook) override;
 
@@ -39,10 +39,7 @@ class GenerateQueue : public rpc::GenerateWriter {
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool streamed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
-  std::function<void()> hook_ ABSL_GUARDED_BY(mu_);
-  bool hook_set_ ABSL_GUARDED_BY(mu_) = false;
-  bool cancel_ran_ ABSL_GUARDED_BY(mu_) = false;
-  std::atomic<bool> cancelled_{false};
+  rpc::CancelHook cancel_;
 };
 
 }  // namespace twinspan::http

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "grpcpp/alarm.h"
+#include "services/engine/grpc/cancel_hook.h"
 #include "services/engine/grpc/status_mapping.h"
 #include "spdlog/spdlog.h"
 
@@ -109,37 +110,16 @@ class GenerateCall final : public GenerateWriter,
     reactor_->Finish(final_status_);
   }
 
-  bool Cancelled() const override { return cancelled_.load(); }
+  bool Cancelled() const override { return cancel_.cancelled(); }
   bool Streamed() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return streamed_;
   }
 
-  void OnCancel(std::function<void()> hook) override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (hook_set_) return;  // one hook only
-      hook_set_ = true;
-      if (!cancel_ran_) {
-        hook_ = std::move(hook);
-        return;
-      }
-    }
-    hook();  // already cancelled
-  }
+  void OnCancel(std::function<void()> hook) override { cancel_.Set(std::move(hook)); }
 
  private:
-  void Cancel() {
-    cancelled_.store(true);
-    std::function<void()> hook;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (cancel_ran_) return;
-      cancel_ran_ = true;
-      hook.swap(hook_);
-    }
-    if (hook) hook();
-  }
+  void Cancel() { cancel_.Cancel(); }
 
   void DeadlinePassed() {
     int written = 0;
@@ -209,10 +189,7 @@ class GenerateCall final : public GenerateWriter,
   bool streamed_ = false;
   int written_ = 0;
   grpc::Status final_status_;
-  std::atomic<bool> cancelled_{false};
-  std::function<void()> hook_;
-  bool hook_set_ = false;
-  bool cancel_ran_ = false;
+  CancelHook cancel_;
   std::unique_ptr<grpc::Alarm> alarm_;
 };
 
