@@ -16,6 +16,7 @@
 #include "kernels/cpu/parallel.h"
 #include "services/drafter/drafter.h"
 #include "services/target/target_model.h"
+#include "tests/bench/noise_stream.h"
 
 namespace twinspan {
 namespace {
@@ -65,15 +66,8 @@ void BM_DrafterStep(benchmark::State& state) {
   if (!drafter.ok()) return state.SkipWithError(std::string(drafter.status().message()).c_str());
   const drafter::Drafter& d = **drafter;
   const int64_t rows = state.range(1);
-  const int64_t width = d.config().num_taps() * d.config().hidden_size;
-  std::vector<float> taps(rows * width);
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (float& t : taps) t = normal(rng);
-  auto stream = d.NewStream();
-  if (!stream.ok() || !d.AppendTaps(**stream, drafter::TapForm::kRaw, taps, rows).ok()) {
-    return state.SkipWithError("cannot fill the drafter's context");
-  }
+  auto stream = NoiseStream(d, rows);
+  if (!stream.ok()) return state.SkipWithError("cannot fill the drafter's context");
   for (auto _ : state) {
     auto proposal = d.Propose(**stream, 42, {});
     if (!proposal.ok()) return state.SkipWithError("propose failed");

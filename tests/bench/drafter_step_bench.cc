@@ -2,13 +2,12 @@
 // full head and with its two-span head, side by side in one run (run by hand; docs/perf.md).
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <string>
-#include <vector>
 
 #include "benchmark/benchmark.h"
 #include "kernels/cpu/parallel.h"
 #include "services/drafter/drafter.h"
+#include "tests/bench/noise_stream.h"
 
 namespace twinspan {
 namespace {
@@ -23,14 +22,8 @@ void BM_DrafterStep(benchmark::State& state, const std::string& head) {
     return;
   }
   const drafter::Drafter& d = **drafter;
-  const int64_t rows = 256;
-  const int64_t width = d.config().num_taps() * d.config().hidden_size;
-  std::vector<float> taps(rows * width);
-  std::mt19937 rng(7);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (float& t : taps) t = normal(rng);
-  auto stream = d.NewStream();
-  if (!stream.ok() || !d.AppendTaps(**stream, drafter::TapForm::kRaw, taps, rows).ok()) {
+  auto stream = NoiseStream(d, 256);
+  if (!stream.ok()) {
     state.SkipWithError("cannot open a stream with 256 rows");
     return;
   }
