@@ -28,6 +28,17 @@ class CurrentDevice {
   int previous_ = 0;
 };
 
+// Grows a scratch buffer of the device to at least `bytes`; its contents are not kept.
+absl::Status Grow(void** buffer, size_t* have, size_t bytes, const char* what) {
+  if (bytes <= *have) return absl::OkStatus();
+  cudaFree(*buffer);
+  *buffer = nullptr;
+  *have = 0;
+  ABSL_RETURN_IF_ERROR(cuda::AllocStatus(cudaMalloc(buffer, bytes), bytes, what));
+  *have = bytes;
+  return absl::OkStatus();
+}
+
 cudaStream_t Stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 }  // namespace
@@ -56,25 +67,10 @@ CudaLogitsSampler::~CudaLogitsSampler() {
 }
 
 absl::Status CudaLogitsSampler::Reserve(int64_t rows, int64_t vocab) {
-  const size_t tokens = static_cast<size_t>(rows) * sizeof(int32_t);
-  if (tokens > tokens_bytes_) {
-    cudaFree(tokens_);
-    tokens_ = nullptr;
-    tokens_bytes_ = 0;
-    ABSL_RETURN_IF_ERROR(
-        cuda::AllocStatus(cudaMalloc(&tokens_, tokens), tokens, "CudaLogitsSampler tokens"));
-    tokens_bytes_ = tokens;
-  }
-  const size_t workspace = cuda::SampleWorkspaceBytes(rows, vocab);
-  if (workspace > workspace_bytes_) {
-    cudaFree(workspace_);
-    workspace_ = nullptr;
-    workspace_bytes_ = 0;
-    ABSL_RETURN_IF_ERROR(cuda::AllocStatus(cudaMalloc(&workspace_, workspace), workspace,
-                                           "CudaLogitsSampler workspace"));
-    workspace_bytes_ = workspace;
-  }
-  return absl::OkStatus();
+  ABSL_RETURN_IF_ERROR(Grow(&tokens_, &tokens_bytes_, static_cast<size_t>(rows) * sizeof(int32_t),
+                            "CudaLogitsSampler tokens"));
+  return Grow(&workspace_, &workspace_bytes_, cuda::SampleWorkspaceBytes(rows, vocab),
+              "CudaLogitsSampler workspace");
 }
 
 absl::Status CudaLogitsSampler::MaskRows(backend::Buffer& logits, int64_t vocab,
@@ -90,14 +86,7 @@ absl::Status CudaLogitsSampler::MaskRows(backend::Buffer& logits, int64_t vocab,
     std::copy(rows[r].allowed.begin(), rows[r].allowed.end(), host_masks_.begin() + r * words);
   }
   const size_t bytes = host_masks_.size() * sizeof(uint32_t);
-  if (bytes > masks_bytes_) {
-    cudaFree(masks_);
-    masks_ = nullptr;
-    masks_bytes_ = 0;
-    ABSL_RETURN_IF_ERROR(
-        cuda::AllocStatus(cudaMalloc(&masks_, bytes), bytes, "CudaLogitsSampler masks"));
-    masks_bytes_ = bytes;
-  }
+  ABSL_RETURN_IF_ERROR(Grow(&masks_, &masks_bytes_, bytes, "CudaLogitsSampler masks"));
   ABSL_RETURN_IF_ERROR(cuda::CudaStatus(
       cudaMemcpyAsync(masks_, host_masks_.data(), bytes, cudaMemcpyHostToDevice, Stream(stream_)),
       "CudaLogitsSampler mask upload"));
