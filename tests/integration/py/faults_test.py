@@ -35,9 +35,7 @@ pb = pb_grpc = dpb = dpb_grpc = None
 
 def setUpModule():
     global pb, pb_grpc, dpb, dpb_grpc
-    for name, path in BINS.items():
-        if not os.path.exists(path):
-            raise RuntimeError("binary for %s not found: %r" % (name, path))
+    twinspan_procs.check_binaries(BINS)
     twinspan_procs.generate_stubs(PROTO_DIR, twinspan_procs.tempdir("twinspan-stubs-"))
     from twinspan.v1 import drafter_pb2, drafter_pb2_grpc, serving_pb2, serving_pb2_grpc
     pb, pb_grpc, dpb, dpb_grpc = serving_pb2, serving_pb2_grpc, drafter_pb2, drafter_pb2_grpc

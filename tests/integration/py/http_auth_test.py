@@ -32,9 +32,7 @@ tls = None
 
 def setUpModule():
     global work, tls
-    for name, path in BINS.items():
-        if not os.path.exists(path):
-            raise RuntimeError("binary for %s not found: %r" % (name, path))
+    twinspan_procs.check_binaries(BINS)
     work = twinspan_procs.tempdir("twinspan-http-auth-")
     tls = ["--tls-cert", os.path.join(work, "cert.pem"), "--tls-key", os.path.join(work, "key.pem")]
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",

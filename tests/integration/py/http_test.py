@@ -46,11 +46,8 @@ pb_grpc = None
 
 def setUpModule():
     global pb, pb_grpc
-    for name, path in BINS.items():
-        if not os.path.exists(path):
-            raise RuntimeError("binary for %s not found: %r" % (name, path))
-    stubs = twinspan_procs.tempdir("twinspan-stubs-")
-    twinspan_procs.generate_stubs(PROTO_DIR, stubs)
+    twinspan_procs.check_binaries(BINS)
+    twinspan_procs.generate_stubs(PROTO_DIR, twinspan_procs.tempdir("twinspan-stubs-"))
     from twinspan.v1 import serving_pb2, serving_pb2_grpc
     pb, pb_grpc = serving_pb2, serving_pb2_grpc
 

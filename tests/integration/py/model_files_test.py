@@ -39,9 +39,7 @@ def rewrite_header(path, edit):
 class ModelFilesTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        for name, path in BINS.items():
-            if not os.path.exists(path):
-                raise RuntimeError("binary for %s not found: %r" % (name, path))
+        twinspan_procs.check_binaries(BINS)
         cls.work = twinspan_procs.tempdir("twinspan-model-files-")
         cls.models = twinspan_procs.make_demo(BINS["make_demo"], os.path.join(cls.work, "models"))
 

@@ -15,6 +15,13 @@ import time
 import grpc_tools.protoc
 
 
+def check_binaries(bins):
+    """Raises naming the first role (a key of `bins`) whose binary is missing."""
+    for name, path in bins.items():
+        if not os.path.exists(path):
+            raise RuntimeError("binary for %s not found: %r" % (name, path))
+
+
 def generate_stubs(proto_dir, out_dir):
     """Generates the twinspan.v1 Python stubs with Debian's grpc_tools and makes them importable."""
     protos = [os.path.join(proto_dir, "twinspan", "v1", name) for name in ("serving.proto", "drafter.proto")]
