@@ -408,7 +408,7 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
     s.copy_index = std::make_unique<ContextCopyIndex>(options_.context_copy_ngram);
     s.copy_index->Append(s.request.prompt_ids);
   }
-  if (Emit(s, {*first})) return;
+  if (Emit(s, {*first}, /*round=*/false)) return;
   if (s.drafting) {
     const int64_t width = TapWidth(out, s.tap_layer_ids.size(), model_->info().hidden_size);
     DraftOpen open{s.id, s.request.request_id, s.request.prompt_ids,
@@ -423,7 +423,7 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
   }
 }
 
-bool LaneEngine::Emit(Stream& s, std::vector<uint32_t> ids) {
+bool LaneEngine::Emit(Stream& s, std::vector<uint32_t> ids, bool round) {
   const VerifierInfo& info = model_->info();
   std::optional<FinishReason> reason;
   size_t keep = 0;
@@ -460,6 +460,8 @@ bool LaneEngine::Emit(Stream& s, std::vector<uint32_t> ids) {
     s.summary.completion_ids.resize(s.summary.completion_ids.size() - ids.size() + kept);
     reason = FinishReason::kStop;
   }
+  // What an EOS, stop or max_tokens cut from the round never reached the client.
+  if (round) s.summary.tokens_per_round.push_back(static_cast<uint32_t>(kept));
   if (reason) {
     Finish(s, *reason);
     return true;
@@ -689,7 +691,6 @@ void LaneEngine::RunRound() {
       s.summary.context_copy_drafted += k;
       s.summary.context_copy_accepted += accepted;
     }
-    s.summary.tokens_per_round.push_back(static_cast<uint32_t>(path->tokens.size()));
     s.summary.verify_seconds += verify_seconds;
     s.summary.draft_seconds += draft_seconds;
     if (k > 0 && s.source == DraftSource::kDrafter) {
@@ -703,7 +704,7 @@ void LaneEngine::RunRound() {
     }
     const uint32_t old_pending = s.pending;
     const uint32_t new_pending = path->tokens.back();
-    if (Emit(s, path->tokens)) continue;
+    if (Emit(s, path->tokens, /*round=*/true)) continue;
     absl::Status status = s.sequence->CommitPath(path->rows);
     if (!status.ok()) {
       Fail(s, status);

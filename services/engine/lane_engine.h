@@ -97,8 +97,9 @@ class LaneEngine {
   void Loop();
   void Admit(std::unique_ptr<Stream> stream);
   void RunRound();
-  // Emits `ids` (one round's tokens) to the stream; returns true when the stream finished.
-  bool Emit(Stream& stream, std::vector<uint32_t> ids);
+  // Emits `ids` (the prefill's token, or one round's) to the stream, a round's emitted count into
+  // its tokens_per_round; returns true when the stream finished.
+  bool Emit(Stream& stream, std::vector<uint32_t> ids, bool round);
   // Rows this round's window may add: the context leaves room.
   int64_t ContextRoom(const Stream& stream) const;
   // Drafts this round's window may hold: max_tokens and the context both leave room.

@@ -144,6 +144,39 @@ TEST_F(EngineTest, DraftedEqualsPlainGreedyAndSampled) {
   }
 }
 
+// A stop token met inside a round's accepted drafts ends the stream there: the round counts
+// only the tokens it emitted, so tokens_per_round sums to the completion without the prefill's.
+TEST_F(EngineTest, TokensPerRoundCountsOnlyEmittedTokensWhenAStopCutsARound) {
+  auto draft_engine = Start(1, true);
+  int cut_rounds = 0;
+  for (int which = 0; which < 4; ++which) {
+    auto full = RunAll(*draft_engine, {MakeRequest(which, 0.0f, true)});
+    ASSERT_EQ(full.size(), 1u);
+    const std::vector<uint32_t>& ids = full[0].completion_ids;
+    for (size_t at = 2; at + 1 < ids.size(); ++at) {
+      if (std::find(ids.begin(), ids.begin() + at, ids[at]) != ids.begin() + at) continue;
+      EngineRequest request = MakeRequest(which, 0.0f, true);
+      request.stop_token_ids = {ids[at]};
+      auto stopped = RunAll(*draft_engine, {request});
+      ASSERT_EQ(stopped.size(), 1u);
+      ASSERT_EQ(stopped[0].completion_ids,
+                std::vector<uint32_t>(ids.begin(), ids.begin() + at + 1));
+      uint32_t emitted = 0;
+      for (uint32_t n : stopped[0].tokens_per_round) emitted += n;
+      EXPECT_EQ(emitted, stopped[0].completion_ids.size() - 1) << which << " stop at " << at;
+      size_t before = 0;  // rounds emit ids[before + 1 .. before + n]; cut: the stop is not last
+      for (uint32_t n : full[0].tokens_per_round) {
+        if (before + n >= at) {
+          if (at < before + n) ++cut_rounds;
+          break;
+        }
+        before += n;
+      }
+    }
+  }
+  EXPECT_GT(cut_rounds, 0);  // the case under test happened
+}
+
 // The toy vocabulary as bytes for a grammar: id i is the character '!' + i, two-character ids
 // near the end, and no bytes for EOS.
 std::shared_ptr<const structured::VocabTrie> ToyTrie() {
