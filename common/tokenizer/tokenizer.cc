@@ -94,6 +94,15 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJsonBytes(std::string_
   int32_t max_id = -1;
   for (const auto& [token, id] : tokenizer->model_->vocab()) max_id = std::max(max_id, id);
   for (const AddedToken& token : tokenizer->added_->tokens()) max_id = std::max(max_id, token.id);
+  // Ids index dense tables: an id far past the token count is a corrupt file, not a vocabulary.
+  constexpr int64_t kMaxUnusedIds = int64_t{1} << 16;
+  const int64_t tokens =
+      static_cast<int64_t>(tokenizer->model_->vocab().size() + tokenizer->added_->tokens().size());
+  if (max_id >= tokens + kMaxUnusedIds) {
+    return named(absl::InvalidArgumentError(absl::StrCat(
+        "token id ", max_id, " leaves more than ", kMaxUnusedIds, " of the ids below it unused (",
+        tokens, " tokens); a tokenizer's ids are dense")));
+  }
   const size_t size = static_cast<size_t>(max_id) + 1;
   tokenizer->id_to_token_.assign(size, std::string());
   tokenizer->known_.assign(size, false);

@@ -229,6 +229,12 @@ TEST(TokenizerTest, RefusesWhatItDoesNotImplement) {
   j = TinyTokenizerJson();
   j["truncation"] = {{"max_length", 8}};
   refuse(j, "truncation");
+  j = TinyTokenizerJson();  // ids index dense tables: a far id must not size them
+  j["added_tokens"][3]["id"] = 2000000000;
+  refuse(j, "token id 2000000000");
+  j = TinyTokenizerJson();
+  j["model"]["vocab"]["\xC4\xA0"] = 475000000;
+  refuse(j, "token id 475000000");
   j = TinyTokenizerJson();
   j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(unclosed";
   refuse(j, "does not compile");
