@@ -1,9 +1,8 @@
 # GPU tests: built whenever the CUDA backend is, never registered with ctest (CI has no GPU);
 # scripts/gpu-check.sh runs them on a GPU machine.
 if(TARGET twinspan_cuda AND TARGET twinspan_exl3)
-  add_executable(exl3_linear_cuda_test ${CMAKE_CURRENT_LIST_DIR}/exl3_linear_cuda_test.cc
-    ${CMAKE_SOURCE_DIR}/tests/unit/formats_exl3_fixture.cc)
-  target_link_libraries(exl3_linear_cuda_test PRIVATE twinspan_cuda twinspan_safetensors
+  add_executable(exl3_linear_cuda_test ${CMAKE_CURRENT_LIST_DIR}/exl3_linear_cuda_test.cc)
+  target_link_libraries(exl3_linear_cuda_test PRIVATE twinspan_exl3_fixture twinspan_cuda twinspan_safetensors
     twinspan_exl3 twinspan_cpu twinspan_testing GTest::gtest_main)
   # The layout and lane-state logic of those kernels, simulated on the CPU: runs under ctest.
   twinspan_test(exl3_layout_test

@@ -2,9 +2,8 @@
 # run by scripts/gpu-check.sh, never by ctest.
 if(TARGET twinspan_cuda AND TARGET twinspan_drafter AND TARGET twinspan_target)
   foreach(test drafter_backend drafter drafted_plain)
-    add_executable(${test}_cuda_test ${CMAKE_CURRENT_LIST_DIR}/${test}_cuda_test.cc
-      ${CMAKE_SOURCE_DIR}/tests/unit/formats_exl3_fixture.cc)
-    target_link_libraries(${test}_cuda_test PRIVATE twinspan_cuda_testing twinspan_drafter
+    add_executable(${test}_cuda_test ${CMAKE_CURRENT_LIST_DIR}/${test}_cuda_test.cc)
+    target_link_libraries(${test}_cuda_test PRIVATE twinspan_exl3_fixture twinspan_cuda_testing twinspan_drafter
       twinspan_target twinspan_cpu_backend twinspan_safetensors twinspan_exl3 twinspan_testing
       nlohmann_json::nlohmann_json)
   endforeach()

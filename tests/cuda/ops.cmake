@@ -9,8 +9,7 @@ if(TARGET twinspan_cuda)
     target_link_libraries(${test}_cuda_test PRIVATE twinspan_cuda_testing twinspan_cpu
       twinspan_sampler)
   endforeach()
-  target_sources(cuda_backend_cuda_test PRIVATE ${CMAKE_SOURCE_DIR}/tests/unit/formats_exl3_fixture.cc)
-  target_link_libraries(cuda_backend_cuda_test PRIVATE twinspan_cpu_backend twinspan_safetensors
+  target_link_libraries(cuda_backend_cuda_test PRIVATE twinspan_exl3_fixture twinspan_cpu_backend twinspan_safetensors
     twinspan_exl3)
 endif()
 

@@ -14,9 +14,9 @@ twinspan_test(formats_exl3_core_test
   LIBS twinspan_exl3
   LABELS unit asan)
 twinspan_test(formats_exl3_test
-  SOURCES ${FORMATS_UNIT_DIR}/formats_exl3_fixture.cc ${FORMATS_UNIT_DIR}/formats_exl3_weight_test.cc
+  SOURCES ${FORMATS_UNIT_DIR}/formats_exl3_weight_test.cc
           ${FORMATS_UNIT_DIR}/formats_exl3_bad_input_test.cc
-  LIBS twinspan_exl3 twinspan_cpu
+  LIBS twinspan_exl3_fixture twinspan_exl3 twinspan_cpu
   LABELS unit asan)
 twinspan_test(formats_hadamard_test
   SOURCES ${FORMATS_UNIT_DIR}/formats_hadamard_test.cc

@@ -13,8 +13,7 @@ twinspan_test(exl3_quantize_dense_test
   LABELS unit asan)
 twinspan_test(exl3_quantize_linear_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/quantize/quantize_linear_test.cc
-          ${CMAKE_CURRENT_LIST_DIR}/formats_exl3_fixture.cc
-  LIBS twinspan_exl3_quantize twinspan_safetensors
+  LIBS twinspan_exl3_fixture twinspan_exl3_quantize twinspan_safetensors
   LABELS unit)
 twinspan_test(quantize_tool_test
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/quantize/quantize_tool_test.cc

@@ -9,8 +9,8 @@ twinspan_test(target_config_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_config
 twinspan_test(target_sequence_state_test SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/target_sequence_state_test.cc LIBS twinspan_target LABELS unit asan)
 twinspan_test(target_batch_test
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_batch_test.cc ${CMAKE_CURRENT_LIST_DIR}/formats_exl3_fixture.cc
-  LIBS twinspan_target twinspan_exl3 LABELS unit asan)
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_batch_test.cc
+  LIBS twinspan_exl3_fixture twinspan_target twinspan_exl3 LABELS unit asan)
 if(TARGET twinspan_target_server)
   twinspan_test(target_verifier_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/target_verifier_test.cc
     LIBS twinspan_target_server twinspan_engine twinspan_drafter nlohmann_json::nlohmann_json
