@@ -18,6 +18,7 @@ if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router
   add_test(NAME deploy_monitoring_test
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/monitoring_test.py)
   set_tests_properties(deploy_monitoring_test PROPERTIES LABELS "integration;deploy" TIMEOUT 300
+    COST 250
     ENVIRONMENT "TWINSPAN_BUILD_DIR=${CMAKE_BINARY_DIR};TWINSPAN_SOURCE_DIR=${CMAKE_SOURCE_DIR};TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
   # COST: the longest tests start first, so a clean CI run (no timing history) overlaps them.
   # The CPU image built on a base made from Debian packages, run on loopback (image_test.py).

@@ -23,7 +23,9 @@ endif()
 if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router AND TARGET twinspan-serve)
   add_test(NAME services_processes_test
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/services_test.py)
+  # COST: among the longest tests, started early in a clean run (soak.cmake says why).
   set_tests_properties(services_processes_test PROPERTIES TIMEOUT 600 LABELS "integration;services"
+    COST 400
     ENVIRONMENT "TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_DRAFTER_BIN=$<TARGET_FILE:twinspan-drafter>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_SERVE_BIN=$<TARGET_FILE:twinspan-serve>;TWINSPAN_MAKE_DEMO_BIN=$<TARGET_FILE:make-demo>;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
 endif()
 
@@ -33,6 +35,7 @@ if(TARGET twinspan-target AND TARGET twinspan-drafter AND TARGET twinspan-router
   add_test(NAME services_faults_test
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/faults_test.py)
   set_tests_properties(services_faults_test PROPERTIES TIMEOUT 600 LABELS "integration;services"
+    COST 300
     ENVIRONMENT "TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_DRAFTER_BIN=$<TARGET_FILE:twinspan-drafter>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_MAKE_DEMO_BIN=$<TARGET_FILE:make-demo>;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto")
 endif()
 
