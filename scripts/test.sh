@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test (ctest); then rebuilds the tests labelled
-# `asan` (those that parse untrusted input) with clang, AddressSanitizer + UBSan and runs them
-# again, with each fuzz target's brief libFuzzer run.
+# Installs what is missing, builds, and runs every test (ctest) while the tests labelled `asan`
+# (those that parse untrusted input) build with clang, AddressSanitizer + UBSan at the lowest
+# priority; then runs those again, with each fuzz target's brief libFuzzer run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -12,7 +12,6 @@ flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -
 # H200's (ptxas is about half of the device compile; -DTWINSPAN_CUDA_ARCHS=all assembles all five).
 cuda_archs="90-real;86-virtual;89-virtual;120-virtual;121-virtual"
 scripts/build.sh "${flags[@]}" "-DCMAKE_CUDA_ARCHITECTURES=$cuda_archs"
-(cd build && ctest --output-on-failure -j "$(nproc)")
 
 asan=build-asan
 # Services stay on: the public request parser's replay needs the protos (only asan targets build).
@@ -21,5 +20,18 @@ asan=build-asan
 CC=clang-14 CXX=clang++-14 cmake -S . -B "$asan" -G Ninja "${flags[@]}" \
   -DTWINSPAN_SANITIZE=address,undefined -DTWINSPAN_FUZZ=ON -DTWINSPAN_CUDA=OFF >/dev/null
 mapfile -t targets < <(cd "$asan" && ctest -N -L asan | sed -n 's/^ *Test *#[0-9]*: //p')
-cmake --build "$asan" -j "${JOBS:-$(nproc)}" --target "${targets[@]}"
+# The asan build runs beside the tests at the lowest priority: the tests wait on processes, podman
+# and the network much of the time, and a nice-19 build takes only the CPU they leave idle.
+nice -n 19 ninja -C "$asan" -j "${JOBS:-$(nproc)}" "${targets[@]}" >"$asan/build.log" 2>&1 &
+asan_build=$!
+if ! (cd build && ctest --output-on-failure -j "$(nproc)"); then
+  kill "$asan_build" 2>/dev/null || true
+  wait "$asan_build" || true
+  exit 1
+fi
+if ! wait "$asan_build"; then
+  cat "$asan/build.log"
+  exit 1
+fi
+tail -n 1 "$asan/build.log"
 (cd "$asan" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j "$(nproc)" -L asan)
