@@ -92,6 +92,17 @@ def growth(samples, warmup_end, rss_bound_kib):
     return verdicts
 
 
+def drafter_connected(stub, pb):
+    """Whether the router's worker has its drafter; False until the router's first health check
+    finds the worker (it answers UNAVAILABLE before that, which a loaded machine makes likely)."""
+    try:
+        return stub.ModelInfo(pb.ModelInfoRequest(), timeout=10).drafter_connected
+    except grpc.RpcError as e:
+        if e.code() != grpc.StatusCode.UNAVAILABLE:
+            raise
+        return False
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bins", default=os.path.join(ROOT, "build"))
@@ -127,7 +138,7 @@ def main():
         procs = {"router": router, "target": target, "drafter": drafter}
         stub = pb_grpc.ServingStub(grpc.insecure_channel(router.address))
         deadline = time.time() + 60
-        while not stub.ModelInfo(pb.ModelInfoRequest(), timeout=10).drafter_connected:
+        while not drafter_connected(stub, pb):
             if time.time() > deadline:
                 raise RuntimeError("the target never connected to its drafter")
             time.sleep(0.1)
