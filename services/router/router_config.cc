@@ -142,6 +142,10 @@ absl::StatusOr<RouterConfig> ParseRouterConfig(const std::string& json_text,
             spec.args.push_back(a.get<std::string>());
           }
         }
+        if (spec.binary.back() == '/') {  // its file name names the process when "name" is absent
+          return Bad(source, absl::StrCat("launch binary \"", spec.binary,
+                                          "\" names a folder, not a program"));
+        }
         if (spec.name.empty()) spec.name = spec.binary.substr(spec.binary.find_last_of('/') + 1);
         if (absl::Status s = PlaceOnGpu(source, pool.variant, &spec); !s.ok()) return s;
         pool.launch.push_back(std::move(spec));

@@ -79,6 +79,8 @@ TEST(RouterConfigTest, RefusesMalformedConfigsNamingTheProblem) {
       {R"({"pools": [{"workers": ["x:1"]}]})", "variant"},
       {R"({"max_retries": 99, "pools": [{"variant": "a", "workers": ["x:1"]}]})", "max_retries"},
       {R"({"pools": [{"variant": "a", "workers": ["x:1"], "launch": [{"args": []}]}]})", "binary"},
+      {R"({"pools": [{"variant": "a", "workers": ["x:1"], "launch": [{"binary": "bin/"}]}]})",
+       "\"bin/\" names a folder"},
       {"{not json", "not a JSON object"},
   };
   for (const auto& [text, want] : cases) {
