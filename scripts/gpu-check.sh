@@ -17,7 +17,8 @@
 #       drafter and target on GPU 0 (and on GPUs 0 and 1 where there are two), then twinspan_gpu_bench_old (OLD_BENCH_ARGS, default the forward and head
 #       sections) if present and twinspan_gpu_bench (BENCH_ARGS; SKIP_BENCH=1 skips both), then
 #       the one-round benchmark on a synthetic 27B pair when ROUND=1 (ROUND_ARGS; the pair is made
-#       under PAIR_DIR, default /tmp/twinspan-27b, unless already there), and the prefix-reuse TTFT
+#       under PAIR_DIR, default /tmp/twinspan-27b, unless already there; ROUND_TREES="0 15 ..." runs it
+#       once per tree node budget, 0 the chain, into round-tree-N-K.txt), and the prefix-reuse TTFT
 #       bench when PREFIX=1 (PREFIX_MODELS, PREFIX_ARGS); writes logs under
 #       $OUT (default ./gpu-out) and prints a short summary last.
 set -uo pipefail
@@ -165,9 +166,20 @@ if [ "${ROUND:-0}" = 1 ] && [ -x "$bundle/bin/twinspan_round_bench" ]; then
       $extra >"$out/synth-$dir.log" 2>&1 || status=1
     summary+=("twinspan-synth $preset: $((SECONDS - start)) s")
   done
-  # shellcheck disable=SC2086
-  run_bench twinspan_round_bench round.txt --target "$pair/target" \
-    --drafter "$pair/drafter-q4" --json "$out/round.json" ${ROUND_ARGS:-}
+  if [ -z "${ROUND_TREES:-}" ]; then
+    # shellcheck disable=SC2086
+    run_bench twinspan_round_bench round.txt --target "$pair/target" \
+      --drafter "$pair/drafter-q4" --json "$out/round.json" ${ROUND_ARGS:-}
+  fi
+  # One run per budget in the given order (repeat budgets to interleave them against drift).
+  k=0
+  for nodes in ${ROUND_TREES:-}; do
+    k=$((k + 1))
+    # shellcheck disable=SC2086
+    run_bench twinspan_round_bench "round-tree-$nodes-$k.txt" --target "$pair/target" \
+      --drafter "$pair/drafter-q4" --json "$out/round-tree-$nodes-$k.json" --tree-nodes "$nodes" \
+      ${ROUND_ARGS:-}
+  done
 fi
 
 # Prefix reuse: TTFT of a 4,096-token prompt resumed with a new 64-token suffix against fresh ones,
@@ -189,4 +201,7 @@ for f in bench-old.txt bench.txt; do
 done
 [ -e "$out/round.txt" ] && { echo "-- round.txt"; grep -E "^(load|copy|FAILED)" "$out/round.txt";
   sed -n '/^==== summary/,$p' "$out/round.txt"; }
+for f in "$out"/round-tree-*.txt; do
+  [ -e "$f" ] && { echo "-- $(basename "$f")"; sed -n '/^==== summary/,$p' "$f"; }
+done
 exit $status
