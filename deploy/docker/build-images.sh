@@ -43,7 +43,13 @@ if [ -n "$prebuilt" ]; then
     strip -o "$staging/out/$b" "$prebuilt/$b"
   done
   stage=build
-  [ "$target" = cuda ] && stage=build-cuda
+  if [ "$target" = cuda ]; then
+    stage=build-cuda
+    [ -f "$prebuilt/kernels/cuda/libtwinspan_cuda.a" ] || {
+      echo "build-images: $prebuilt has no CUDA backend (no nvcc at configure time?); a CUDA image needs one" >&2
+      exit 1
+    }
+  fi
   build_opts+=(--build-context "$stage=$staging")
 elif [ "$target" = cuda ]; then
   [ -x "$toolkit/bin/nvcc" ] || { echo "build-images: no nvcc under $toolkit (--cuda-toolkit DIR)" >&2; exit 1; }
