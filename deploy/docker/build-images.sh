@@ -5,7 +5,8 @@
 #                                 [--base IMAGE] [--cuda-toolkit DIR]
 # --prebuilt takes the binaries from a build tree of this checkout (same Debian 12 packages)
 # instead of compiling them in the image: the compile stage is replaced, the runtime stage is the
-# same. Extra podman build flags go in PODMAN_BUILD_FLAGS (for example --isolation chroot).
+# same. JOBS limits the compile stage's parallel jobs (default: one per core). Extra podman build
+# flags go in PODMAN_BUILD_FLAGS (for example --isolation chroot).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 target=cpu
@@ -28,7 +29,8 @@ tag=${tag:-localhost/twinspan:$target}
 if ! podman image exists "$base"; then
   "$repo/deploy/docker/build-base.sh" "$base"
 fi
-contexts=()
+build_opts=()
+[ -z "${JOBS:-}" ] || build_opts+=(--build-arg "JOBS=$JOBS")
 staging=
 cleanup() { [ -z "$staging" ] || rm -rf "$staging"; }
 trap cleanup EXIT
@@ -41,13 +43,20 @@ if [ -n "$prebuilt" ]; then
     strip -o "$staging/out/$b" "$prebuilt/$b"
   done
   stage=build
-  [ "$target" = cuda ] && stage=build-cuda
-  contexts+=(--build-context "$stage=$staging")
+  if [ "$target" = cuda ]; then
+    stage=build-cuda
+    [ -f "$prebuilt/kernels/cuda/libtwinspan_cuda.a" ] || {
+      echo "build-images: $prebuilt has no CUDA backend (no nvcc at configure time?); a CUDA image needs one" >&2
+      exit 1
+    }
+  fi
+  build_opts+=(--build-context "$stage=$staging")
 elif [ "$target" = cuda ]; then
   [ -x "$toolkit/bin/nvcc" ] || { echo "build-images: no nvcc under $toolkit (--cuda-toolkit DIR)" >&2; exit 1; }
-  contexts+=(--build-context "cuda-toolkit=$toolkit")
+  # podman takes the folder, not a link to it (/usr/local/cuda -> cuda-13.0).
+  build_opts+=(--build-context "cuda-toolkit=$(readlink -f "$toolkit")")
 fi
 # shellcheck disable=SC2086
 podman build --network=host --format docker --target "$target" --build-arg "BASE_IMAGE=$base" \
-  "${contexts[@]}" ${PODMAN_BUILD_FLAGS:-} -f "$repo/deploy/docker/Dockerfile" -t "$tag" "$repo"
+  "${build_opts[@]}" ${PODMAN_BUILD_FLAGS:-} -f "$repo/deploy/docker/Dockerfile" -t "$tag" "$repo"
 echo "build-images: $tag $(podman image inspect --format '{{.Size}}' "$tag") bytes" >&2

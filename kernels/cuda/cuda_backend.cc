@@ -20,6 +20,7 @@
 #include "kernels/cuda/cuda_backend_handles.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/cuda_weight_store.h"
+#include "kernels/cuda/device_count.h"
 #include "kernels/cuda/dynamic_conv.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/exl3_linear.cuh"
@@ -530,8 +531,7 @@ class CudaBackend final : public backend::Backend {
 
 absl::StatusOr<std::unique_ptr<backend::Backend>> NewCudaBackend(
     const CudaBackendOptions& options) {
-  int count = 0;
-  ABSL_RETURN_IF_ERROR(CudaStatus(cudaGetDeviceCount(&count), "cudaGetDeviceCount"));
+  ABSL_ASSIGN_OR_RETURN(const int count, VisibleDeviceCount());
   if (options.device < 0 || options.device >= count) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "NewCudaBackend: device %d, the machine has %d CUDA devices", options.device, count));

@@ -30,8 +30,9 @@ struct CudaBackendOptions {
 };
 
 // A backend on options.device with its own stream and memory pool. InvalidArgument naming the
-// ordinal when the machine has no such device; Internal when CUDA cannot create the stream or
-// pool. The backend makes its device current around each call and restores the caller's.
+// ordinal when the machine has no such device; FailedPrecondition when no usable NVIDIA driver is
+// loaded (VisibleDeviceCount); Internal when CUDA cannot create the stream or pool. The backend
+// makes its device current around each call and restores the caller's.
 absl::StatusOr<std::unique_ptr<backend::Backend>> NewCudaBackend(const CudaBackendOptions& options);
 
 // The stream a CUDA backend issues its ops on, for benchmarks that time them with CUDA events or

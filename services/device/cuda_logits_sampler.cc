@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/device_count.h"
 #include "kernels/cuda/mask_logits.cuh"
 #include "kernels/cuda/sample.cuh"
 
@@ -44,8 +45,7 @@ cudaStream_t Stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaLogitsSampler>> CudaLogitsSampler::Create(int ordinal) {
-  int count = 0;
-  ABSL_RETURN_IF_ERROR(cuda::CudaStatus(cudaGetDeviceCount(&count), "cudaGetDeviceCount"));
+  ABSL_ASSIGN_OR_RETURN(const int count, cuda::VisibleDeviceCount());
   if (ordinal < 0 || ordinal >= count) {
     return absl::InvalidArgumentError(absl::StrCat("CudaLogitsSampler: device cuda:", ordinal,
                                                    ", the process sees ", count, " CUDA devices"));

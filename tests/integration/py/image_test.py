@@ -15,6 +15,14 @@ root file system under unshare + chroot (built with buildah's chroot isolation).
 TWINSPAN_IMAGE_MODE=podman|podman-runc|chroot forces one; TWINSPAN_IMAGE_REUSE_BASE=1 keeps an
 existing base image (for reruns on a developer machine).
 
+The CUDA image of the same build (when it has the CUDA backend: CI's has) is built too, in seconds
+(its runtime stage is the CPU image's), and checked without a GPU: runtime only, and
+`--device cuda:0` refused with a message naming the missing driver, not a crash.
+TWINSPAN_IMAGE_TARGET=cuda runs everything on the CUDA image instead (the services on --device cpu);
+TWINSPAN_IMAGE_FROM_SOURCE=1 compiles the image's binaries in its build stage instead of taking
+this build tree's (tens of minutes: scripts/image-check.sh, beside CI, sets both);
+TWINSPAN_IMAGE=NAME checks an image built already (of TWINSPAN_IMAGE_TARGET) instead of building.
+
 Run by ctest with TWINSPAN_BUILD_DIR, TWINSPAN_SOURCE_DIR and TWINSPAN_PROTO_DIR set.
 """
 import json
@@ -35,7 +43,11 @@ SOURCE = os.environ.get("TWINSPAN_SOURCE_DIR", "")
 BUILD = os.environ.get("TWINSPAN_BUILD_DIR", "")
 PROTO = os.environ.get("TWINSPAN_PROTO_DIR", os.path.join(SOURCE, "proto"))
 BASE = "localhost/twinspan/debian:bookworm"
-TAG = "localhost/twinspan:cpu-test"
+TARGET = os.environ.get("TWINSPAN_IMAGE_TARGET", "cpu")
+FROM_SOURCE = os.environ.get("TWINSPAN_IMAGE_FROM_SOURCE") == "1"
+TAG = os.environ.get("TWINSPAN_IMAGE") or "localhost/twinspan:%s-test" % TARGET
+BUILT_ALREADY = bool(os.environ.get("TWINSPAN_IMAGE"))
+CUDA_TAG = "localhost/twinspan:cuda-test"
 MODELS = os.path.join(SOURCE, "models", "demo")
 
 
@@ -62,6 +74,7 @@ class Runtime:
         self.mode = None
         self.containers = []
         self.chroot_procs = []
+        self._rootfs = {}
 
     def runc_conf(self):
         nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -117,11 +130,14 @@ class Runtime:
         return p
 
     def rootfs(self):
-        if not hasattr(self, "_rootfs"):
-            cid = self.podman("create", TAG, "true").stdout.strip()
+        return self.rootfs_of(TAG)
+
+    def rootfs_of(self, tag):
+        if tag not in self._rootfs:
+            cid = self.podman("create", tag, "true").stdout.strip()
             self.containers.append(cid)
-            self._rootfs = self.podman("mount", cid).stdout.strip()
-        return self._rootfs
+            self._rootfs[tag] = self.podman("mount", cid).stdout.strip()
+        return self._rootfs[tag]
 
     def models_path(self):
         return "/models" if self.mode != "chroot" else "/mnt/models"
@@ -186,17 +202,41 @@ class ImageTest(unittest.TestCase):
             "chroot": "the image's root file system under unshare + chroot (no OCI runtime "
                       "could start a container)"}[cls.rt.mode], flush=True)
         t0 = time.monotonic()
-        cls.rt.podman("rmi", "-f", TAG, check=False)
-        r = run([os.path.join(SOURCE, "deploy", "docker", "build-images.sh"), "--target", "cpu",
-                 "--prebuilt", BUILD, "--base", BASE, "--tag", TAG], env=cls.rt.env)
-        cls.times["cpu image (runtime stage + binaries)"] = time.monotonic() - t0
-        cls.build_log = r.stdout + r.stderr
+        if BUILT_ALREADY:
+            cls.rt.podman("image", "exists", TAG)
+        else:
+            cls.build_image(TARGET, TAG, FROM_SOURCE)
+        how = ("built already" if BUILT_ALREADY else "compiled in its build stage" if FROM_SOURCE
+               else "runtime stage + binaries")
+        cls.times["%s image (%s)" % (TARGET, how)] = time.monotonic() - t0
+        # The CUDA image of the same binaries: only its last layers differ from the CPU image's.
+        cls.cuda_tag = TAG if TARGET == "cuda" else None
+        cls.no_cuda_image = ("the CPU image given (TWINSPAN_IMAGE) comes with no CUDA image"
+                             if BUILT_ALREADY else "the CPU image is compiled from source here"
+                             if FROM_SOURCE else "this build has no CUDA backend, so no CUDA image")
+        if cls.cuda_tag is None and not FROM_SOURCE and not BUILT_ALREADY and os.path.exists(
+                os.path.join(BUILD, "kernels", "cuda", "libtwinspan_cuda.a")):
+            t0 = time.monotonic()
+            cls.build_image("cuda", CUDA_TAG, False)
+            cls.cuda_tag = CUDA_TAG
+            cls.times["cuda image (runtime stage + binaries)"] = time.monotonic() - t0
+
+    @classmethod
+    def build_image(cls, target, tag, from_source):
+        cls.rt.podman("rmi", "-f", tag, check=False)
+        cmd = [os.path.join(SOURCE, "deploy", "docker", "build-images.sh"), "--target", target,
+               "--base", BASE, "--tag", tag]
+        if not from_source:
+            cmd += ["--prebuilt", BUILD]
+        elif target == "cuda":
+            cmd += ["--cuda-toolkit", os.environ.get("TWINSPAN_CUDA_TOOLKIT", "/usr/local/cuda")]
+        run(cmd, env=cls.rt.env, timeout=None if from_source else 900)
 
     @classmethod
     def tearDownClass(cls):
         cls.rt.cleanup()
         sizes = {}
-        for image in (BASE, TAG):
+        for image in dict.fromkeys(t for t in (BASE, TAG, cls.cuda_tag) if t):
             r = cls.rt.podman("image", "inspect", "--format", "{{.Size}}", image, check=False)
             if r.returncode == 0:
                 sizes[image] = "%.0f MB" % (int(r.stdout.strip()) / 1e6)
@@ -204,21 +244,60 @@ class ImageTest(unittest.TestCase):
             cls.rt.mode, sizes, {k: "%.0f s" % v for k, v in cls.times.items()}), flush=True)
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def inspect(self, fmt):
-        return self.rt.podman("image", "inspect", "--format", fmt, TAG).stdout.strip()
+    def inspect(self, fmt, tag=TAG):
+        return self.rt.podman("image", "inspect", "--format", fmt, tag).stdout.strip()
+
+    def in_image(self, tag, argv):
+        """Runs argv in a throwaway container of tag (or its root file system under chroot)."""
+        if self.rt.mode == "chroot":
+            rootfs = self.rt.rootfs() if tag == TAG else self.rt.rootfs_of(tag)
+            return run(["chroot", "--userspec=10001:10001", rootfs] + argv, check=False)
+        return self.rt.podman("run", "--rm", "--health-interval=disable", "-v",
+                              "%s:/models:ro" % MODELS, tag, *argv, check=False)
 
     def test_image_is_a_runtime_only(self):
-        self.assertEqual(self.inspect("{{.Config.User}}"), "10001:10001")
-        health = json.loads(self.inspect("{{json .Config.Healthcheck}}"))
+        self.check_runtime_only(TAG)
+
+    def test_cuda_image_is_a_runtime_only(self):
+        if self.cuda_tag is None:
+            self.skipTest(self.no_cuda_image)
+        self.check_runtime_only(self.cuda_tag)
+        env = self.inspect("{{json .Config.Env}}", self.cuda_tag)
+        self.assertIn("NVIDIA_VISIBLE_DEVICES=all", env)
+        self.assertIn("NVIDIA_DRIVER_CAPABILITIES=compute,utility", env)
+
+    def test_cuda_image_without_a_driver_refuses_cuda(self):
+        """No GPU, no libcuda.so.1: --device cuda:0 stops with the cause and the fix, no crash."""
+        if self.cuda_tag is None:
+            self.skipTest(self.no_cuda_image)
+        if os.path.exists("/dev/nvidiactl"):
+            self.skipTest("this machine has an NVIDIA driver")
+        m = "/models" if self.rt.mode != "chroot" else "/mnt/models"
+        models = {"twinspan-target": ["--model", m + "/target"],
+                  "twinspan-drafter": ["--model", m + "/drafter", "--target-model", m + "/target"]}
+        for binary, model in models.items():
+            r = self.in_image(self.cuda_tag, ["/usr/local/bin/" + binary] + model + [
+                "--listen", "127.0.0.1:0", "--device", "cuda:0"])
+            out = r.stdout + r.stderr
+            self.assertEqual(r.returncode, 1, "%s --device cuda:0 without a driver: exit %d "
+                             "(1 expected: refused, not crashed):\n%s" % (binary, r.returncode, out))
+            for words in ("cuda:0", "no usable NVIDIA driver", "libcuda.so.1",
+                          "NVIDIA container toolkit"):
+                self.assertIn(words, out, "%s's refusal does not say %r:\n%s" % (binary, words, out))
+
+    def check_runtime_only(self, tag):
+        self.assertEqual(self.inspect("{{.Config.User}}", tag), "10001:10001")
+        health = json.loads(self.inspect("{{json .Config.Healthcheck}}", tag))
         self.assertIn("twinspan-probe health", " ".join(health["Test"]))
-        check = ("command -v gcc cc c++ g++ clang nvcc ld as >/dev/null && exit 3; "
+        check = ("command -v gcc cc c++ g++ clang nvcc ptxas ld as >/dev/null && exit 3; "
                  "dpkg-query -W -f '${Package}\\n' | grep -E '^(gcc(-[0-9]+)?|g\\+\\+(-[0-9]+)?|cpp(-[0-9]+)?|clang.*|binutils.*)$' "
                  "&& exit 4; for b in /usr/local/bin/*; do ldd $b | grep 'not found' && exit 5; "
                  "done; id -u")
         if self.rt.mode == "chroot":
-            r = run(["chroot", self.rt.rootfs(), "sh", "-c", check], check=False)
+            rootfs = self.rt.rootfs() if tag == TAG else self.rt.rootfs_of(tag)
+            r = run(["chroot", rootfs, "sh", "-c", check], check=False)
         else:
-            r = self.rt.podman("run", "--rm", "--health-interval=disable", TAG, "sh", "-c",
+            r = self.rt.podman("run", "--rm", "--health-interval=disable", tag, "sh", "-c",
                                check, check=False)
         self.assertEqual(r.returncode, 0, "image check failed (3: a compiler, 4: a compiler "
                          "package, 5: a library not found):\n" + r.stdout + r.stderr)
