@@ -4,7 +4,7 @@
 # whole test runs on the CUDA image (target, drafter and router from it on --device cpu, a request
 # through the router), and --from-source compiles the image's binaries in its build stage, as a
 # release does (on a shared 2-core machine the CPU image took 20 minutes; the CUDA image, SASS for
-# five GPU architectures, several times that: docs/deploy.md).
+# five GPU architectures, about 3.5 times that: docs/deploy.md).
 #   scripts/image-check.sh [cpu|cuda] [--from-source]      default: cuda, binaries of build/
 # Without --from-source, build/ must have the CUDA backend for a CUDA image (configure it with
 # scripts/test.sh's flags, or -DTWINSPAN_CUDA_ARCHS=all). JOBS caps the image build's compile jobs (default one per core), NICE its priority,
