@@ -13,6 +13,7 @@
 #include "kernels/cpu/trellis_encode.h"
 #include "kernels/cuda/cuda_backend_handles.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/device_count.h"
 #include "kernels/cuda/device_memory.h"
 #include "kernels/cuda/trellis_encode.cuh"
 
@@ -113,18 +114,11 @@ class CudaTileEncoder final : public exl3::quantize::TileEncoder {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<exl3::quantize::TileEncoder>> NewCudaTileEncoder(int device) {
-  int count = 0;
-  const cudaError_t counted = cudaGetDeviceCount(&count);
-  if (counted == cudaErrorNoDevice || counted == cudaErrorInsufficientDriver) {
-    cudaGetLastError();  // Not sticky: clear it so later calls report their own errors.
-    count = 0;
-  } else if (counted != cudaSuccess) {
-    return OnDevice(device, CudaStatus(counted, "cudaGetDeviceCount"));
-  }
-  if (device < 0 || device >= count) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "cuda:%d: this process sees %d CUDA devices%s", device, count,
-        counted != cudaSuccess ? absl::StrCat(" (", cudaGetErrorString(counted), ")") : ""));
+  absl::StatusOr<int> count = VisibleDeviceCount();
+  if (!count.ok()) return OnDevice(device, count.status());
+  if (device < 0 || device >= *count) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("cuda:%d: this process sees %d CUDA devices", device, *count));
   }
   DeviceGuard guard(device);
   cudaStream_t stream = nullptr;

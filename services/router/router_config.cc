@@ -135,16 +135,16 @@ absl::StatusOr<RouterConfig> ParseRouterConfig(const std::string& json_text,
         if (absl::Status s = get_string(l, "gpu", &spec.gpu); !s.ok()) return s;
         if (absl::Status s = get_string(l, "name", &spec.name); !s.ok()) return s;
         if (spec.binary.empty()) return Bad(source, "a launch entry has no \"binary\"");
+        if (spec.binary.back() == '/') {  // its file name names the process when "name" is absent
+          return Bad(source, absl::StrCat("launch binary \"", spec.binary,
+                                          "\" names a folder, not a program"));
+        }
         if (l.contains("args")) {
           if (!l["args"].is_array()) return Bad(source, "\"args\" must be an array of strings");
           for (const json& a : l["args"]) {
             if (!a.is_string()) return Bad(source, "\"args\" must be an array of strings");
             spec.args.push_back(a.get<std::string>());
           }
-        }
-        if (spec.binary.back() == '/') {  // its file name names the process when "name" is absent
-          return Bad(source, absl::StrCat("launch binary \"", spec.binary,
-                                          "\" names a folder, not a program"));
         }
         if (spec.name.empty()) spec.name = spec.binary.substr(spec.binary.find_last_of('/') + 1);
         if (absl::Status s = PlaceOnGpu(source, pool.variant, &spec); !s.ok()) return s;

@@ -250,7 +250,7 @@ class ImageTest(unittest.TestCase):
     def in_image(self, tag, argv):
         """Runs argv in a throwaway container of tag (or its root file system under chroot)."""
         if self.rt.mode == "chroot":
-            rootfs = self.rt.rootfs() if tag == TAG else self.rt.rootfs_of(tag)
+            rootfs = self.rt.rootfs_of(tag)
             return run(["chroot", "--userspec=10001:10001", rootfs] + argv, check=False)
         return self.rt.podman("run", "--rm", "--health-interval=disable", "-v",
                               "%s:/models:ro" % MODELS, tag, *argv, check=False)
@@ -294,7 +294,7 @@ class ImageTest(unittest.TestCase):
                  "&& exit 4; for b in /usr/local/bin/*; do ldd $b | grep 'not found' && exit 5; "
                  "done; id -u")
         if self.rt.mode == "chroot":
-            rootfs = self.rt.rootfs() if tag == TAG else self.rt.rootfs_of(tag)
+            rootfs = self.rt.rootfs_of(tag)
             r = run(["chroot", rootfs, "sh", "-c", check], check=False)
         else:
             r = self.rt.podman("run", "--rm", "--health-interval=disable", tag, "sh", "-c",
