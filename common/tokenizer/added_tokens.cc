@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/tokenizer/utf8.h"
+#include "nlohmann/json.hpp"
 
 namespace twinspan::tokenizer {
 namespace {

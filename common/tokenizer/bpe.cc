@@ -9,6 +9,7 @@
 #include "common/tokenizer/byte_level.h"
 #include "common/tokenizer/piece_cache.h"
 #include "common/tokenizer/utf8.h"
+#include "nlohmann/json.hpp"
 
 namespace twinspan::tokenizer {
 namespace {

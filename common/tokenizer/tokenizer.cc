@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "common/tokenizer/byte_level.h"
 #include "common/tokenizer/utf8.h"
+#include "nlohmann/json.hpp"
 
 namespace twinspan::tokenizer {
 namespace {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "nlohmann/json.hpp"
 
 namespace twinspan::drafter {
 namespace {

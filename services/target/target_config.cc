@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
+#include "nlohmann/json.hpp"
 
 namespace twinspan::target {
 namespace {

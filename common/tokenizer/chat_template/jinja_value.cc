@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/tokenizer/utf8.h"
+#include "nlohmann/json.hpp"
 
 namespace twinspan::jinja {
 
