@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/config/json_file.h"
 #include "common/status.h"
+#include "nlohmann/json.hpp"
 
 namespace twinspan {
 namespace {
