@@ -105,8 +105,18 @@ absl::StatusOr<std::string> ChatTemplate::Render(const nlohmann::ordered_json& m
                                                  const ChatOptions& options) const {
   if (!messages.is_array()) return absl::InvalidArgumentError("chat messages must be a JSON array");
   std::vector<std::pair<std::string, jinja::Value>> variables = special_tokens_;
-  variables.emplace_back("messages", jinja::Value::FromJson(messages));
-  variables.emplace_back("tools", jinja::Value::FromJson(options.tools));
+  const auto add_json = [&variables](const std::string& name,
+                                     const nlohmann::ordered_json& json) -> absl::Status {
+    absl::StatusOr<jinja::Value> value = jinja::Value::FromJson(json);
+    if (!value.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("chat template variable '", name, "': ", value.status().message()));
+    }
+    variables.emplace_back(name, *std::move(value));
+    return absl::OkStatus();
+  };
+  ABSL_RETURN_IF_ERROR(add_json("messages", messages));
+  ABSL_RETURN_IF_ERROR(add_json("tools", options.tools));
   variables.emplace_back("documents", jinja::Value::None());
   variables.emplace_back("add_generation_prompt",
                          jinja::Value::Bool(options.add_generation_prompt));
@@ -115,9 +125,9 @@ absl::StatusOr<std::string> ChatTemplate::Render(const nlohmann::ordered_json& m
   }
   if (options.extra.is_object()) {
     for (const auto& [key, value] : options.extra.items())
-      variables.emplace_back(key, jinja::Value::FromJson(value));
+      ABSL_RETURN_IF_ERROR(add_json(key, value));
   }
-  return template_->Render(variables);
+  return template_->Render(variables, options.max_render_steps);
 }
 
 }  // namespace twinspan::tokenizer

@@ -3,6 +3,7 @@
 #ifndef TWINSPAN_COMMON_TOKENIZER_CHAT_TEMPLATE_H_
 #define TWINSPAN_COMMON_TOKENIZER_CHAT_TEMPLATE_H_
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,9 @@ struct ChatOptions {
   nlohmann::ordered_json tools = nullptr;
   // Further template variables (e.g. "documents"); each key becomes a global.
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  // The render's work budget (see jinja::Template::Render): a template that loops without end
+  // fails with an error naming it instead of holding a request thread.
+  int64_t max_render_steps = jinja::kDefaultMaxRenderSteps;
 };
 
 // Immutable after Open; Render may run on many threads at once.

@@ -38,6 +38,24 @@ struct Expr {
   bool negated = false;
   std::vector<ExprPtr> args;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
+
+  Expr() = default;
+  Expr(const Expr&) = delete;
+  Expr& operator=(const Expr&) = delete;
+  // Frees the subtree without recursion: operator chains (a + b + c ...) can be very deep.
+  ~Expr() {
+    std::vector<ExprPtr> pending;
+    const auto adopt = [&pending](Expr& e) {
+      for (ExprPtr& a : e.args) pending.push_back(std::move(a));
+      for (auto& kw : e.kwargs) pending.push_back(std::move(kw.second));
+    };
+    adopt(*this);
+    while (!pending.empty()) {
+      ExprPtr e = std::move(pending.back());
+      pending.pop_back();
+      if (e) adopt(*e);
+    }
+  }
 };
 
 struct Node;

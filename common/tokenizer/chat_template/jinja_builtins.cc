@@ -16,6 +16,16 @@ namespace {
 
 absl::Status Bad(const std::string& what) { return absl::InvalidArgumentError(what); }
 
+absl::Status TooLarge(const char* what) {
+  return Bad(absl::StrCat(what, ": result larger than the limit of ", kMaxValueBytes, " bytes"));
+}
+
+// Python's int(f), refused outside int64 (Python's ints have no bound; ours do).
+absl::StatusOr<int64_t> FloatToInt(double f) {
+  if (!(std::fabs(f) < 9.2e18)) return Bad(absl::StrCat("int: ", f, " does not fit in 64 bits"));
+  return static_cast<int64_t>(f);
+}
+
 // Python's str.isspace set.
 bool IsPythonSpace(char32_t cp) {
   return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20) || cp == 0x85 || cp == 0xA0 ||
@@ -93,6 +103,8 @@ absl::StatusOr<Value> Split(const std::string& s, const std::optional<Value>& se
         parts.push_back(Value::String(s.substr(cp.offsets[i], cp.offsets[end] - cp.offsets[i])));
         break;
       }
+      if (static_cast<int64_t>(parts.size() * sizeof(Value)) > kMaxValueBytes)
+        return TooLarge("split");
       size_t j = i;
       while (j < n && !IsPythonSpace(cp.cps[j])) ++j;
       parts.push_back(Value::String(s.substr(cp.offsets[i], cp.offsets[j] - cp.offsets[i])));
@@ -111,6 +123,8 @@ absl::StatusOr<Value> Split(const std::string& s, const std::optional<Value>& se
       parts.push_back(Value::String(s.substr(start)));
       break;
     }
+    if (static_cast<int64_t>(parts.size() * sizeof(Value)) > kMaxValueBytes)
+      return TooLarge("split");
     parts.push_back(Value::String(s.substr(start, hit - start)));
     start = hit + d.size();
   }
@@ -151,8 +165,20 @@ std::string Title(const std::string& s) {
   return out;
 }
 
-std::string Replace(const std::string& s, const std::string& old, const std::string& replacement,
-                    int64_t count) {
+absl::StatusOr<std::string> Replace(const std::string& s, const std::string& old,
+                                    const std::string& replacement, int64_t count) {
+  int64_t hits = 0;
+  if (old.empty()) {
+    hits = static_cast<int64_t>(CodePointCount(s)) + 1;
+  } else {
+    for (size_t at = s.find(old); at != std::string::npos && (count < 0 || hits < count);
+         at = s.find(old, at + old.size()))
+      ++hits;
+  }
+  if (count >= 0) hits = std::min(hits, count);
+  if (static_cast<double>(s.size()) + static_cast<double>(hits) * replacement.size() >
+      static_cast<double>(kMaxValueBytes))
+    return TooLarge("replace");
   if (old.empty()) {
     // Python inserts the replacement between every character.
     CodePoints cp = Decode(s);
@@ -229,7 +255,9 @@ absl::StatusOr<Value> StringMethod(const std::string& s, const std::string& name
     ABSL_ASSIGN_OR_RETURN(std::string old, StringArg(args, 0, "old", "replace"));
     ABSL_ASSIGN_OR_RETURN(std::string replacement, StringArg(args, 1, "new", "replace"));
     std::optional<Value> count = Arg(args, 2, "count");
-    return Value::String(Replace(s, old, replacement, count.has_value() ? count->as_int() : -1));
+    ABSL_ASSIGN_OR_RETURN(std::string out,
+                          Replace(s, old, replacement, count.has_value() ? count->as_int() : -1));
+    return Value::String(std::move(out));
   }
   if (name == "find" || name == "count") {
     ABSL_ASSIGN_OR_RETURN(std::string sub, StringArg(args, 0, "sub", name.c_str()));
@@ -252,6 +280,7 @@ absl::StatusOr<Value> StringMethod(const std::string& s, const std::string& name
       if (!list[i].is_string()) return Bad("join: sequence item is not a string");
       if (i > 0) out += s;
       out += list[i].as_string();
+      if (static_cast<int64_t>(out.size()) > kMaxValueBytes) return TooLarge("join");
     }
     return Value::String(std::move(out));
   }
@@ -293,6 +322,7 @@ absl::Status SliceIndices(const Value& start_v, const Value& stop_v, const Value
   const auto present = [](const Value& v) { return !v.is_undefined() && !v.is_none(); };
   *step = present(step_v) ? step_v.as_int() : 1;
   if (*step == 0) return Bad("slice step cannot be zero");
+  *step = std::clamp(*step, -(length + 1), length + 1);
   const int64_t lower = *step < 0 ? -1 : 0;
   const int64_t upper = *step < 0 ? length - 1 : length;
   const auto clamp = [&](const Value& v, int64_t fallback) {
@@ -316,7 +346,7 @@ absl::StatusOr<Value> ToJson(const Value& value, Args& args) {
     if (indent->is_string()) {
       format.indent_string = indent->as_string();
     } else {
-      format.indent = static_cast<int>(indent->as_int());
+      format.indent = indent->as_int();
     }
   }
   for (auto& [key, v] : args.keyword) {
@@ -336,14 +366,19 @@ absl::StatusOr<Value> ToInt(const Value& value, const Value& fallback) {
     case Value::Kind::kInt:
       return Value::Int(value.as_int());
     case Value::Kind::kFloat:
-      return std::isfinite(value.as_float()) ? Value::Int(static_cast<int64_t>(value.as_float()))
-                                             : fallback;
+      if (!std::isfinite(value.as_float())) return fallback;
+      {
+        ABSL_ASSIGN_OR_RETURN(int64_t i, FloatToInt(value.as_float()));
+        return Value::Int(i);
+      }
     case Value::Kind::kString: {
       int64_t i = 0;
       if (absl::SimpleAtoi(value.as_string(), &i)) return Value::Int(i);
       double f = 0;
-      if (absl::SimpleAtod(value.as_string(), &f) && std::isfinite(f))
-        return Value::Int(static_cast<int64_t>(f));
+      if (absl::SimpleAtod(value.as_string(), &f) && std::isfinite(f)) {
+        ABSL_ASSIGN_OR_RETURN(int64_t i, FloatToInt(f));
+        return Value::Int(i);
+      }
       return fallback;
     }
     default:
@@ -426,6 +461,8 @@ absl::StatusOr<List> Iterate(const Value& value) {
     case Value::Kind::kString: {
       List chars;
       CodePoints cp = Decode(value.as_string());
+      if (static_cast<int64_t>(cp.cps.size() * sizeof(Value)) > kMaxValueBytes)
+        return TooLarge("iterating a string by character");
       for (size_t i = 0; i < cp.cps.size(); ++i) {
         chars.push_back(Value::String(
             value.as_string().substr(cp.offsets[i], cp.offsets[i + 1] - cp.offsets[i])));
@@ -573,6 +610,7 @@ absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& value, A
         ABSL_ASSIGN_OR_RETURN(item, AttributePath(item, attribute->Str()));
       }
       out += item.Str();
+      if (static_cast<int64_t>(out.size()) > kMaxValueBytes) return TooLarge("join");
     }
     return Value::String(std::move(out));
   }
@@ -604,15 +642,20 @@ absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& value, A
   }
   if (name == "abs") {
     if (value.kind() == Value::Kind::kFloat) return Value::Float(std::fabs(value.as_float()));
-    if (value.is_number()) return Value::Int(std::llabs(value.as_int()));
+    if (value.is_number()) {
+      if (value.as_int() == INT64_MIN) return Bad("abs: integer overflow (64-bit integers)");
+      return Value::Int(std::llabs(value.as_int()));
+    }
     return Bad("abs: not a number");
   }
   if (name == "replace") {
     ABSL_ASSIGN_OR_RETURN(std::string old, StringArg(args, 0, "old", "replace"));
     ABSL_ASSIGN_OR_RETURN(std::string replacement, StringArg(args, 1, "new", "replace"));
     std::optional<Value> count = Arg(args, 2, "count");
-    return Value::String(Replace(value.Str(), old, replacement,
-                                 count.has_value() && !count->is_none() ? count->as_int() : -1));
+    ABSL_ASSIGN_OR_RETURN(std::string out,
+                          Replace(value.Str(), old, replacement,
+                                  count.has_value() && !count->is_none() ? count->as_int() : -1));
+    return Value::String(std::move(out));
   }
   if (name == "map") {
     ABSL_ASSIGN_OR_RETURN(List items, Iterate(value));
@@ -725,11 +768,15 @@ Value MakeGlobalFunction(const std::string& name) {
         return Bad("range() takes 1 to 3 arguments");
       }
       if (step == 0) return Bad("range() step must not be zero");
+      const __int128 span = step > 0 ? __int128{stop} - start : __int128{start} - stop;
+      const __int128 stride = step > 0 ? __int128{step} : -__int128{step};
+      const __int128 count = span <= 0 ? 0 : (span + stride - 1) / stride;
+      if (count > kMaxRangeItems)
+        return Bad(absl::StrCat("range() is too long (limit ", kMaxRangeItems, " items)"));
       List out;
-      for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-        if (out.size() >= 1000000) return Bad("range() is too long (limit 1000000)");
-        out.push_back(Value::Int(i));
-      }
+      out.reserve(static_cast<size_t>(count));
+      for (int64_t k = 0; k < static_cast<int64_t>(count); ++k)
+        out.push_back(Value::Int(start + k * step));
       return Value::MakeList(std::move(out));
     });
   }

@@ -33,6 +33,25 @@ int LineAt(const std::string& s, size_t pos) {
   return line;
 }
 
+// LineAt for positions visited in increasing order, in linear total time.
+class LineCounter {
+ public:
+  explicit LineCounter(const std::string& s) : s_(s) {}
+  int At(size_t pos) {
+    if (pos < pos_) {
+      pos_ = 0;
+      line_ = 1;
+    }
+    for (; pos_ < pos && pos_ < s_.size(); ++pos_) line_ += s_[pos_] == '\n';
+    return line_;
+  }
+
+ private:
+  const std::string& s_;
+  size_t pos_ = 0;
+  int line_ = 1;
+};
+
 absl::Status Error(const std::string& s, size_t pos, const std::string& what) {
   return absl::InvalidArgumentError(
       absl::StrCat("chat template line ", LineAt(s, pos), ": ", what));
@@ -120,6 +139,7 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view raw_source, const LexOpt
   if (!options.keep_trailing_newline && !s.empty() && s.back() == '\n') s.pop_back();
   std::vector<Token> tokens;
   size_t pos = 0;
+  LineCounter lines(s);
   bool line_starting = true;
   while (pos < s.size()) {
     size_t start = s.find('{', pos);
@@ -128,7 +148,7 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view raw_source, const LexOpt
       start = s.find('{', start + 1);
     }
     if (start == std::string::npos || start + 1 >= s.size()) {
-      tokens.push_back({Token::Kind::kText, s.substr(pos), 0, 0, LineAt(s, pos)});
+      tokens.push_back({Token::Kind::kText, s.substr(pos), 0, 0, lines.At(pos)});
       break;
     }
     const char type = s[start + 1];
@@ -147,7 +167,7 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view raw_source, const LexOpt
         if (blank) text.resize(l_pos);
       }
     }
-    if (!text.empty()) tokens.push_back({Token::Kind::kText, text, 0, 0, LineAt(s, pos)});
+    if (!text.empty()) tokens.push_back({Token::Kind::kText, text, 0, 0, lines.At(pos)});
     size_t p = start + 2 + ((sign == '-' || sign == '+') ? 1 : 0);
     bool strip_after = false;
     size_t after = 0;
@@ -159,7 +179,7 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view raw_source, const LexOpt
     } else {
       const char closer = type == '{' ? '}' : '%';
       tokens.push_back({type == '{' ? Token::Kind::kVarBegin : Token::Kind::kBlockBegin, "", 0, 0,
-                        LineAt(s, start)});
+                        lines.At(start)});
       bool closed = false;
       while (p < s.size()) {
         const char c = s[p];
@@ -178,7 +198,7 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view raw_source, const LexOpt
           closed = true;
           break;
         }
-        const int line = LineAt(s, p);
+        const int line = lines.At(p);
         if (c == '\'' || c == '"') {
           size_t q = p + 1;
           while (q < s.size() && s[q] != c) q += (s[q] == '\\') ? 2 : 1;
@@ -251,7 +271,7 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view raw_source, const LexOpt
       }
       if (!closed) return Error(s, start, "unterminated tag");
       tokens.push_back(
-          {type == '{' ? Token::Kind::kVarEnd : Token::Kind::kBlockEnd, "", 0, 0, LineAt(s, p)});
+          {type == '{' ? Token::Kind::kVarEnd : Token::Kind::kBlockEnd, "", 0, 0, lines.At(p)});
     }
     pos = after;
     if (strip_after) {
@@ -261,7 +281,7 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view raw_source, const LexOpt
     }
     line_starting = pos > 0 && s[pos - 1] == '\n';
   }
-  tokens.push_back({Token::Kind::kEof, "", 0, 0, LineAt(s, s.size())});
+  tokens.push_back({Token::Kind::kEof, "", 0, 0, lines.At(s.size())});
   return tokens;
 }
 

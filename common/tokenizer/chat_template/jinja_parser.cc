@@ -12,6 +12,9 @@ namespace {
 
 using Kind = Token::Kind;
 
+// Deeper recursion is refused (each bracket level costs about three); the stack is finite.
+constexpr int kMaxParseNesting = 256;
+
 ExprPtr MakeExpr(Expr::Kind kind, int line) {
   auto e = std::make_unique<Expr>();
   e->kind = kind;
@@ -59,6 +62,8 @@ class Parser {
 
   // Parses nodes until a block tag whose keyword is in `ends`; leaves i_ after that keyword.
   absl::StatusOr<Body> ParseBody(const std::set<std::string>& ends, std::string* found) {
+    const Nesting nesting(&depth_);
+    ABSL_RETURN_IF_ERROR(CheckNesting());
     Body body;
     while (true) {
       const Token& tok = Peek();
@@ -219,6 +224,8 @@ class Parser {
   }
 
   absl::StatusOr<ExprPtr> ParseExpression(bool with_condition) {
+    const Nesting nesting(&depth_);
+    ABSL_RETURN_IF_ERROR(CheckNesting());
     if (!with_condition) return ParseOr();
     const int line = Peek().line;
     ABSL_ASSIGN_OR_RETURN(ExprPtr expr, ParseOr());
@@ -268,6 +275,8 @@ class Parser {
   }
 
   absl::StatusOr<ExprPtr> ParseNot() {
+    const Nesting nesting(&depth_);
+    ABSL_RETURN_IF_ERROR(CheckNesting());
     if (IsName("not")) {
       const int line = Peek().line;
       ++i_;
@@ -344,6 +353,8 @@ class Parser {
   }
 
   absl::StatusOr<ExprPtr> ParseUnary(bool with_filter) {
+    const Nesting nesting(&depth_);
+    ABSL_RETURN_IF_ERROR(CheckNesting());
     ExprPtr node;
     if (IsOp("-") || IsOp("+")) {
       node = MakeExpr(Expr::Kind::kUnary, Peek().line);
@@ -565,8 +576,25 @@ class Parser {
     }
   }
 
+  // Counts the parser's recursion (nested brackets, unary operators, blocks) for Nest().
+  class Nesting {
+   public:
+    explicit Nesting(int* depth) : depth_(depth) { ++*depth_; }
+    ~Nesting() { --*depth_; }
+    Nesting(const Nesting&) = delete;
+    Nesting& operator=(const Nesting&) = delete;
+
+   private:
+    int* depth_;
+  };
+  absl::Status CheckNesting() const {
+    if (depth_ <= kMaxParseNesting) return absl::OkStatus();
+    return Fail(absl::StrCat("nested deeper than ", kMaxParseNesting, " levels"));
+  }
+
   std::vector<Token> t_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

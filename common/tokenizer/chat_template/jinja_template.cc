@@ -18,17 +18,33 @@ using Scope = std::unordered_map<std::string, Value>;
 constexpr int kMaxCallDepth = 64;
 // Rendered output larger than this is refused (a loop that never ends).
 constexpr size_t kMaxOutputBytes = 64u << 20;
+// Blocks and expressions evaluated inside one another (macros included) deeper than this are
+// refused: the interpreter recurses, and the stack is finite.
+constexpr int kMaxNesting = 256;
+// A value built by an operator, call or filter costs one step per this many bytes.
+constexpr int64_t kBytesPerStep = 64;
 
 class Interpreter {
  public:
-  explicit Interpreter(std::shared_ptr<Scope> root) { scopes_.push_back(std::move(root)); }
+  Interpreter(std::shared_ptr<Scope> root, int64_t max_steps)
+      : max_steps_(max_steps), steps_left_(max_steps) {
+    scopes_.push_back(std::move(root));
+  }
 
   absl::Status Exec(const Body& body, std::string* out) {
-    for (const NodePtr& node : body) {
-      ABSL_RETURN_IF_ERROR(ExecNode(*node, out));
-      if (flow_ != Flow::kNormal) return absl::OkStatus();
+    if (nesting_ >= kMaxNesting) {
+      return Fail(
+          body.empty() ? 0 : body.front()->line,
+          absl::StrCat("blocks and expressions nested deeper than ", kMaxNesting, " levels"));
     }
-    return absl::OkStatus();
+    ++nesting_;
+    absl::Status status;
+    for (const NodePtr& node : body) {
+      status = ExecNode(*node, out);
+      if (!status.ok() || flow_ != Flow::kNormal) break;
+    }
+    --nesting_;
+    return status;
   }
 
  private:
@@ -43,6 +59,27 @@ class Interpreter {
                         absl::StrCat("chat template line ", line, ": ", status.message()));
   }
 
+  // Counts work against the render's budget: a template that loops forever fails, naming it.
+  absl::Status Step(int line, int64_t units = 1) {
+    steps_left_ -= units;
+    if (steps_left_ >= 0) return absl::OkStatus();
+    return Fail(line, absl::StrCat("rendering exceeded its limit of ", max_steps_,
+                                   " steps (max_render_steps): a loop that never ends?"));
+  }
+
+  // Every value an expression yields passes here: none may outgrow the memory or nesting bounds.
+  absl::Status CheckValue(const Value& v, int line) const {
+    if (v.bytes() > kMaxValueBytes) {
+      return Fail(line, absl::StrCat("a value larger than the limit of ", kMaxValueBytes,
+                                     " bytes (about ", v.bytes(), ")"));
+    }
+    if (v.depth() > kMaxValueDepth) {
+      return Fail(line,
+                  absl::StrCat("lists and dicts nested deeper than ", kMaxValueDepth, " levels"));
+    }
+    return absl::OkStatus();
+  }
+
   Value Lookup(const std::string& name) const {
     for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
       auto found = (*it)->find(name);
@@ -52,6 +89,7 @@ class Interpreter {
   }
 
   absl::Status ExecNode(const Node& node, std::string* out) {
+    ABSL_RETURN_IF_ERROR(Step(node.line));
     switch (node.kind) {
       case Node::Kind::kText:
         out->append(node.text);
@@ -80,6 +118,11 @@ class Interpreter {
             return Fail(node.line, absl::StrCat("cannot assign attribute on '", node.targets[0],
                                                 "': it is not a namespace()"));
           }
+          // Namespaces are the only mutable values: holding none keeps values acyclic.
+          if (v.holds_namespace()) {
+            return Fail(node.line, absl::StrCat("cannot store a namespace in '", node.targets[0],
+                                                ".", node.attr, "'"));
+          }
           target.dict().Set(node.attr, std::move(v));
         }
         break;
@@ -107,9 +150,14 @@ class Interpreter {
 
   absl::Status ExecFor(const Node& node, std::string* out) {
     ABSL_ASSIGN_OR_RETURN(Value iterable, Eval(*node.expr));
-    absl::StatusOr<List> listed = Iterate(iterable);
-    if (!listed.ok()) return AtLine(node.line, listed.status());
-    List items = *std::move(listed);
+    // Lists are immutable: loop over the shared items rather than a copy.
+    List copied;
+    if (!iterable.is_list()) {
+      absl::StatusOr<List> listed = Iterate(iterable);
+      if (!listed.ok()) return AtLine(node.line, listed.status());
+      copied = *std::move(listed);
+    }
+    const List* items_ptr = iterable.is_list() ? &iterable.list() : &copied;
     scopes_.push_back(std::make_shared<Scope>());
     const auto pop = [this]() { scopes_.pop_back(); };
     const auto bind = [&](const Value& item) -> absl::Status {
@@ -128,7 +176,7 @@ class Interpreter {
     };
     if (node.filter) {
       List kept;
-      for (const Value& item : items) {
+      for (const Value& item : *items_ptr) {
         absl::Status status = bind(item);
         if (!status.ok()) {
           pop();
@@ -141,12 +189,16 @@ class Interpreter {
         }
         if (keep->Truthy()) kept.push_back(item);
       }
-      items = std::move(kept);
+      copied = std::move(kept);
+      items_ptr = &copied;
     }
+    const List& items = *items_ptr;
     ++loop_depth_;
     absl::Status status;
     const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n && status.ok(); ++i) {
+      status = Step(node.line);
+      if (!status.ok()) break;
       scopes_.back() = std::make_shared<Scope>();
       Value loop = Value::MakeDict();
       Dict& d = loop.dict();
@@ -245,8 +297,20 @@ class Interpreter {
   }
 
   absl::StatusOr<Value> Eval(const Expr& e) {
+    if (nesting_ >= kMaxNesting) {
+      return Fail(e.line, absl::StrCat("blocks and expressions nested deeper than ", kMaxNesting,
+                                       " levels"));
+    }
+    ABSL_RETURN_IF_ERROR(Step(e.line));
+    ++nesting_;
     absl::StatusOr<Value> v = EvalInner(e);
+    --nesting_;
     if (!v.ok()) return AtLine(e.line, v.status());
+    // Building costs its size; looking a list up does not, copying a string does.
+    const bool built = e.kind != Expr::Kind::kName && e.kind != Expr::Kind::kAttr &&
+                       e.kind != Expr::Kind::kItem && e.kind != Expr::Kind::kLiteral;
+    if (built || v->is_string()) ABSL_RETURN_IF_ERROR(Step(e.line, v->bytes() / kBytesPerStep));
+    ABSL_RETURN_IF_ERROR(CheckValue(*v, e.line));
     return v;
   }
 
@@ -306,8 +370,10 @@ class Interpreter {
           return Fail(e.line, absl::StrCat("bad operand type for unary ", e.name, ": '",
                                            v.TypeName(), "'"));
         if (e.name == "+") return v.kind() == Value::Kind::kFloat ? v : Value::Int(v.as_int());
-        return v.kind() == Value::Kind::kFloat ? Value::Float(-v.as_float())
-                                               : Value::Int(-v.as_int());
+        if (v.kind() == Value::Kind::kFloat) return Value::Float(-v.as_float());
+        int64_t negated = 0;
+        if (__builtin_sub_overflow(int64_t{0}, v.as_int(), &negated)) return Overflow(e.line);
+        return Value::Int(negated);
       }
       case Expr::Kind::kBinary:
         return EvalBinary(e);
@@ -349,7 +415,14 @@ class Interpreter {
     ABSL_ASSIGN_OR_RETURN(Value b, Eval(*e.args[1]));
     if (op == "==") return Value::Bool(a.Equals(b));
     if (op == "!=") return Value::Bool(!a.Equals(b));
-    if (op == "~") return Value::String(a.Str() + b.Str());
+    if (op == "~") {
+      std::string joined = a.Str();
+      if (static_cast<int64_t>(joined.size()) > kMaxValueBytes) return TooLarge(e.line, op);
+      const std::string right = b.Str();
+      if (static_cast<int64_t>(joined.size() + right.size()) > kMaxValueBytes)
+        return TooLarge(e.line, op);
+      return Value::String(joined + right);
+    }
     if (op == "in" || op == "not in") {
       Args args;
       args.positional.push_back(b);
@@ -380,6 +453,7 @@ class Interpreter {
       return Value::Bool(cmp >= 0);
     }
     if (op == "+") {
+      if (a.bytes() + b.bytes() > kMaxValueBytes) return TooLarge(e.line, op);
       if (a.is_string() && b.is_string()) return Value::String(a.as_string() + b.as_string());
       if (a.is_list() && b.is_list()) {
         List items = a.list();
@@ -390,10 +464,11 @@ class Interpreter {
     if (op == "*" &&
         ((a.is_string() || a.is_list()) && b.is_number() && b.kind() != Value::Kind::kFloat)) {
       const int64_t times = b.as_int();
-      if (times > 1000000) return Fail(e.line, "repetition count too large");
+      const int64_t unit = a.is_string() ? static_cast<int64_t>(a.as_string().size()) : a.bytes();
+      if (times > 0 && unit > kMaxValueBytes / times) return TooLarge(e.line, op);
       if (a.is_string()) {
         std::string out;
-        for (int64_t k = 0; k < times; ++k) out += a.as_string();
+        for (int64_t k = 0; unit > 0 && k < times; ++k) out += a.as_string();
         return Value::String(std::move(out));
       }
       List items;
@@ -409,8 +484,12 @@ class Interpreter {
     }
     if (op == "**") {
       if (!floats && b.as_int() >= 0) {
-        int64_t r = 1;
-        for (int64_t k = 0; k < b.as_int() && k < 64; ++k) r *= a.as_int();
+        // Square and multiply: overflow is caught, however large the exponent.
+        int64_t r = 1, base = a.as_int();
+        for (int64_t k = b.as_int(); k > 0; k >>= 1) {
+          if ((k & 1) != 0 && __builtin_mul_overflow(r, base, &r)) return Overflow(e.line);
+          if (k > 1 && __builtin_mul_overflow(base, base, &base)) return Overflow(e.line);
+        }
         return Value::Int(r);
       }
       return Value::Float(std::pow(a.as_float(), b.as_float()));
@@ -425,10 +504,15 @@ class Interpreter {
       if (op == "%") return Value::Float(x - std::floor(x / y) * y);
     } else {
       const int64_t x = a.as_int(), y = b.as_int();
-      if (op == "+") return Value::Int(x + y);
-      if (op == "-") return Value::Int(x - y);
-      if (op == "*") return Value::Int(x * y);
+      int64_t r = 0;
+      bool overflow = false;
+      if (op == "+") overflow = __builtin_add_overflow(x, y, &r);
+      if (op == "-") overflow = __builtin_sub_overflow(x, y, &r);
+      if (op == "*") overflow = __builtin_mul_overflow(x, y, &r);
+      if (overflow) return Overflow(e.line);
+      if (op == "+" || op == "-" || op == "*") return Value::Int(r);
       if (y == 0) return Fail(e.line, "division by zero");
+      if (x == INT64_MIN && y == -1) return Overflow(e.line);
       int64_t q = x / y;
       if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
       if (op == "//") return Value::Int(q);
@@ -437,6 +521,17 @@ class Interpreter {
     return type_error();
   }
 
+  absl::Status Overflow(int line) const {
+    return Fail(line, "integer overflow (the template's integers are 64-bit)");
+  }
+  absl::Status TooLarge(int line, const std::string& op) const {
+    return Fail(line, absl::StrCat("the result of '", op, "' would be larger than the limit of ",
+                                   kMaxValueBytes, " bytes"));
+  }
+
+  const int64_t max_steps_;
+  int64_t steps_left_;
+  int nesting_ = 0;
   std::vector<std::shared_ptr<Scope>> scopes_;
   Flow flow_ = Flow::kNormal;
   int loop_depth_ = 0;
@@ -453,10 +548,10 @@ absl::StatusOr<Template> Template::Parse(std::string_view source) {
 }
 
 absl::StatusOr<std::string> Template::Render(
-    const std::vector<std::pair<std::string, Value>>& variables) const {
+    const std::vector<std::pair<std::string, Value>>& variables, int64_t max_steps) const {
   auto root = std::make_shared<Scope>();
   for (const auto& [name, value] : variables) (*root)[name] = value;
-  Interpreter interpreter(std::move(root));
+  Interpreter interpreter(std::move(root), max_steps);
   std::string out;
   ABSL_RETURN_IF_ERROR(interpreter.Exec(*body_, &out));
   return out;

@@ -16,6 +16,9 @@
 
 namespace twinspan::jinja {
 
+// The default work budget of one render; real chat templates use far less (docs/tokenizer.md).
+inline constexpr int64_t kDefaultMaxRenderSteps = 10'000'000;
+
 // Immutable after Parse; Render may run on many threads at once.
 class Template {
  public:
@@ -24,9 +27,11 @@ class Template {
 
   // Renders with `variables` in the global scope (plus namespace, range, dict, raise_exception and
   // strftime_now). Errors: InvalidArgument naming the line for type errors, undefined values used
-  // in operations, unknown filters/tests, raise_exception(...) and runaway recursion.
-  absl::StatusOr<std::string> Render(
-      const std::vector<std::pair<std::string, Value>>& variables) const;
+  // in operations, unknown filters/tests, raise_exception(...), runaway recursion, integer
+  // overflow, values over kMaxValueBytes or kMaxValueDepth, and more than `max_steps` steps of
+  // work (a step: one statement, expression or loop iteration, or 64 bytes of a value built).
+  absl::StatusOr<std::string> Render(const std::vector<std::pair<std::string, Value>>& variables,
+                                     int64_t max_steps = kDefaultMaxRenderSteps) const;
 
  private:
   std::shared_ptr<const Body> body_;

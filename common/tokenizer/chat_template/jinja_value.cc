@@ -7,10 +7,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status.h"
 #include "common/tokenizer/utf8.h"
 #include "nlohmann/json.hpp"
 
 namespace twinspan::jinja {
+
+namespace {
+
+constexpr int64_t kScalarBytes = sizeof(Value);
+// Far above kMaxValueBytes, so that sums of saturated sizes cannot overflow.
+constexpr int64_t kSaturatedBytes = int64_t{1} << 60;
+
+int64_t AddBytes(int64_t a, int64_t b) { return std::min(a + b, kSaturatedBytes); }
+
+}  // namespace
 
 Value Value::None() {
   Value v;
@@ -38,12 +49,20 @@ Value Value::Float(double f) {
 Value Value::String(std::string s) {
   Value v;
   v.kind_ = Kind::kString;
+  v.bytes_ = AddBytes(kScalarBytes, static_cast<int64_t>(s.size()));
   v.s_ = std::move(s);
   return v;
 }
 Value Value::MakeList(List items) {
   Value v;
   v.kind_ = Kind::kList;
+  v.bytes_ = kScalarBytes;
+  for (const Value& item : items) {
+    v.bytes_ = AddBytes(v.bytes_, item.bytes());
+    v.depth_ = std::max(v.depth_, item.depth());
+    v.holds_namespace_ = v.holds_namespace_ || item.holds_namespace();
+  }
+  ++v.depth_;
   v.list_ = std::make_shared<List>(std::move(items));
   return v;
 }
@@ -57,6 +76,8 @@ Value Value::MakeDict(bool is_namespace) {
   v.kind_ = Kind::kDict;
   v.dict_ = std::make_shared<Dict>();
   v.dict_->is_namespace = is_namespace;
+  v.dict_->holds_namespace = is_namespace;
+  v.dict_->bytes = kScalarBytes;
   return v;
 }
 Value Value::MakeFunction(Function fn) {
@@ -66,33 +87,67 @@ Value Value::MakeFunction(Function fn) {
   return v;
 }
 
-Value Value::FromJson(const nlohmann::ordered_json& json) {
+int64_t Value::bytes() const {
+  if (kind_ == Kind::kDict) return dict_->bytes;
+  return kind_ == Kind::kString || kind_ == Kind::kList ? bytes_ : kScalarBytes;
+}
+
+int Value::depth() const {
+  if (kind_ == Kind::kDict) return dict_->depth;
+  return kind_ == Kind::kList ? depth_ : 0;
+}
+
+bool Value::holds_namespace() const {
+  if (kind_ == Kind::kDict) return dict_->holds_namespace;
+  return kind_ == Kind::kList && holds_namespace_;
+}
+
+namespace {
+
+// Recursion stops at kMaxValueDepth, so a deeply nested request cannot exhaust the stack.
+absl::StatusOr<Value> ValueFromJson(const nlohmann::ordered_json& json, int depth) {
+  if (depth > kMaxValueDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("JSON nested deeper than ", kMaxValueDepth, " levels"));
+  }
   switch (json.type()) {
     case nlohmann::ordered_json::value_t::null:
-      return None();
+      return Value::None();
     case nlohmann::ordered_json::value_t::boolean:
-      return Bool(json.get<bool>());
+      return Value::Bool(json.get<bool>());
     case nlohmann::ordered_json::value_t::number_integer:
-      return Int(json.get<int64_t>());
+      return Value::Int(json.get<int64_t>());
     case nlohmann::ordered_json::value_t::number_unsigned:
-      return Int(static_cast<int64_t>(json.get<uint64_t>()));
+      return Value::Int(static_cast<int64_t>(json.get<uint64_t>()));
     case nlohmann::ordered_json::value_t::number_float:
-      return Float(json.get<double>());
+      return Value::Float(json.get<double>());
     case nlohmann::ordered_json::value_t::string:
-      return String(json.get<std::string>());
+      return Value::String(json.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       List items;
-      for (const auto& item : json) items.push_back(FromJson(item));
-      return MakeList(std::move(items));
+      for (const auto& item : json) {
+        ABSL_ASSIGN_OR_RETURN(Value v, ValueFromJson(item, depth + 1));
+        items.push_back(std::move(v));
+      }
+      return Value::MakeList(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
-      Value d = MakeDict();
-      for (const auto& [key, item] : json.items()) d.dict().Set(key, FromJson(item));
+      Value d = Value::MakeDict();
+      for (const auto& [key, item] : json.items()) {
+        ABSL_ASSIGN_OR_RETURN(Value v, ValueFromJson(item, depth + 1));
+        d.dict().Set(key, std::move(v));
+      }
       return d;
     }
     default:
       return Value();
   }
+}
+
+}  // namespace
+
+absl::StatusOr<Value> Value::FromJson(const nlohmann::ordered_json& json) {
+  return ValueFromJson(json, 1);
 }
 
 bool Value::is_namespace() const { return kind_ == Kind::kDict && dict_->is_namespace; }
@@ -230,42 +285,72 @@ std::string Value::Str() const {
   }
 }
 
-std::string Value::Repr() const {
-  switch (kind_) {
-    case Kind::kUndefined:
-      return "";
-    case Kind::kNone:
-      return "None";
-    case Kind::kBool:
-      return b_ ? "True" : "False";
-    case Kind::kInt:
-      return absl::StrCat(i_);
-    case Kind::kFloat:
-      return PythonFloatRepr(f_);
-    case Kind::kString:
-      return PythonStringRepr(s_);
-    case Kind::kList: {
-      std::string out = tuple_ ? "(" : "[";
-      for (size_t i = 0; i < list_->size(); ++i) {
-        if (i > 0) out += ", ";
-        out += (*list_)[i].Repr();
+namespace {
+
+// Appends repr(value); stops once `out` passes kMaxValueBytes (the caller refuses the result).
+void AppendRepr(const Value& value, std::string* out) {
+  switch (value.kind()) {
+    case Value::Kind::kUndefined:
+      return;
+    case Value::Kind::kNone:
+      *out += "None";
+      return;
+    case Value::Kind::kBool:
+      *out += value.as_bool() ? "True" : "False";
+      return;
+    case Value::Kind::kInt:
+      absl::StrAppend(out, value.as_int());
+      return;
+    case Value::Kind::kFloat:
+      *out += PythonFloatRepr(value.as_float());
+      return;
+    case Value::Kind::kString:
+      *out += PythonStringRepr(value.as_string());
+      return;
+    case Value::Kind::kList: {
+      const List& items = value.list();
+      *out += value.is_tuple() ? "(" : "[";
+      for (size_t i = 0; i < items.size() && static_cast<int64_t>(out->size()) <= kMaxValueBytes;
+           ++i) {
+        if (i > 0) *out += ", ";
+        AppendRepr(items[i], out);
       }
-      if (tuple_) return out + (list_->size() == 1 ? ",)" : ")");
-      return out + "]";
-    }
-    case Kind::kDict: {
-      if (dict_->is_namespace) return "<Namespace>";
-      std::string out = "{";
-      for (size_t i = 0; i < dict_->items.size(); ++i) {
-        if (i > 0) out += ", ";
-        out += PythonStringRepr(dict_->items[i].first) + ": " + dict_->items[i].second.Repr();
+      if (value.is_tuple()) {
+        *out += items.size() == 1 ? ",)" : ")";
+      } else {
+        *out += "]";
       }
-      return out + "}";
+      return;
     }
-    case Kind::kFunction:
-      return "<function>";
+    case Value::Kind::kDict: {
+      if (value.is_namespace()) {
+        *out += "<Namespace>";
+        return;
+      }
+      const auto& items = value.dict().items;
+      *out += "{";
+      for (size_t i = 0; i < items.size() && static_cast<int64_t>(out->size()) <= kMaxValueBytes;
+           ++i) {
+        if (i > 0) *out += ", ";
+        *out += PythonStringRepr(items[i].first);
+        *out += ": ";
+        AppendRepr(items[i].second, out);
+      }
+      *out += "}";
+      return;
+    }
+    case Value::Kind::kFunction:
+      *out += "<function>";
+      return;
   }
-  return "";
+}
+
+}  // namespace
+
+std::string Value::Repr() const {
+  std::string out;
+  AppendRepr(*this, &out);
+  return out;
 }
 
 std::string Value::TypeName() const {
@@ -300,12 +385,16 @@ const Value* Dict::Find(const std::string& key) const {
 }
 
 void Dict::Set(const std::string& key, Value value) {
+  depth = std::max(depth, value.depth() + 1);
+  holds_namespace = holds_namespace || value.holds_namespace();
   for (auto& [k, v] : items) {
     if (k == key) {
+      bytes = AddBytes(std::max<int64_t>(0, bytes - v.bytes()), value.bytes());
       v = std::move(value);
       return;
     }
   }
+  bytes = AddBytes(bytes, AddBytes(static_cast<int64_t>(key.size()), value.bytes()));
   items.emplace_back(key, std::move(value));
 }
 
@@ -361,14 +450,21 @@ void JsonString(const std::string& s, bool ensure_ascii, std::string* out) {
   out->push_back('"');
 }
 
+absl::Status TooLong() {
+  return absl::InvalidArgumentError(
+      absl::StrCat("tojson: output larger than the limit of ", kMaxValueBytes, " bytes"));
+}
+
 absl::Status Dump(const Value& value, const JsonFormat& format, const std::string& indent_unit,
                   bool pretty, int depth, std::string* out) {
   const std::string item_sep = format.separators ? format.separators->first : (pretty ? "," : ", ");
   const std::string key_sep = format.separators ? format.separators->second : ": ";
   const auto newline = [&](int level) {
     out->push_back('\n');
-    for (int i = 0; i < level; ++i) *out += indent_unit;
+    for (int i = 0; i < level && static_cast<int64_t>(out->size()) <= kMaxValueBytes; ++i)
+      *out += indent_unit;
   };
+  const auto too_long = [&]() { return static_cast<int64_t>(out->size()) > kMaxValueBytes; };
   switch (value.kind()) {
     case Value::Kind::kNone:
       *out += "null";
@@ -405,12 +501,14 @@ absl::Status Dump(const Value& value, const JsonFormat& format, const std::strin
         if (pretty) newline(depth + 1);
         absl::Status status = Dump(items[i], format, indent_unit, pretty, depth + 1, out);
         if (!status.ok()) return status;
+        if (too_long()) return TooLong();
       }
       if (pretty) newline(depth);
       out->push_back(']');
       return absl::OkStatus();
     }
     case Value::Kind::kDict: {
+      if (value.is_namespace()) break;  // not JSON serializable, as in Python
       std::vector<const std::pair<std::string, Value>*> items;
       for (const auto& item : value.dict().items) items.push_back(&item);
       if (format.sort_keys) {
@@ -429,15 +527,17 @@ absl::Status Dump(const Value& value, const JsonFormat& format, const std::strin
         *out += key_sep;
         absl::Status status = Dump(items[i]->second, format, indent_unit, pretty, depth + 1, out);
         if (!status.ok()) return status;
+        if (too_long()) return TooLong();
       }
       if (pretty) newline(depth);
       out->push_back('}');
       return absl::OkStatus();
     }
     default:
-      return absl::InvalidArgumentError(
-          absl::StrCat("tojson: object of type ", value.TypeName(), " is not JSON serializable"));
+      break;
   }
+  return absl::InvalidArgumentError(
+      absl::StrCat("tojson: object of type ", value.TypeName(), " is not JSON serializable"));
 }
 
 }  // namespace
@@ -449,7 +549,8 @@ absl::StatusOr<std::string> PythonJsonDumps(const Value& value, const JsonFormat
     indent_unit = *format.indent_string;
     pretty = true;
   } else if (format.indent.has_value()) {
-    indent_unit = std::string(std::max(0, *format.indent), ' ');
+    if (*format.indent > kMaxValueBytes) return TooLong();
+    indent_unit = std::string(std::max<int64_t>(0, *format.indent), ' ');
     pretty = true;
   }
   std::string out;

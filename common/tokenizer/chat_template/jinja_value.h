@@ -19,6 +19,12 @@ namespace twinspan::jinja {
 
 class Value;
 using List = std::vector<Value>;
+// The interpreter refuses values whose memory (bytes()) exceeds this, and printing stops past it.
+inline constexpr int64_t kMaxValueBytes = int64_t{64} << 20;
+// The interpreter refuses lists and dicts nested deeper than this: printing and freeing recurse.
+inline constexpr int kMaxValueDepth = 128;
+// range() longer than this is refused, as in Jinja2's sandbox (MAX_RANGE).
+inline constexpr int64_t kMaxRangeItems = 100000;
 struct Dict;
 // Positional and keyword arguments of a call.
 struct Args {
@@ -43,7 +49,8 @@ class Value {
   static Value MakeDict(bool is_namespace = false);
   static Value MakeFunction(Function fn);
   // Converts JSON (ordered) into values; integers stay int, other numbers float.
-  static Value FromJson(const nlohmann::ordered_json& json);
+  // Errors: InvalidArgument for JSON nested deeper than kMaxValueDepth.
+  static absl::StatusOr<Value> FromJson(const nlohmann::ordered_json& json);
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
@@ -57,6 +64,13 @@ class Value {
   bool is_dict() const { return kind_ == Kind::kDict; }
   bool is_function() const { return kind_ == Kind::kFunction; }
   bool is_namespace() const;
+  // Approximate memory in bytes, counting a shared list or dict once per reference (what
+  // printing or copying it costs); saturates far above kMaxValueBytes.
+  int64_t bytes() const;
+  // Nesting of lists and dicts: 0 for scalars.
+  int depth() const;
+  // Whether this value is or holds a namespace (namespaces are the only mutable values).
+  bool holds_namespace() const;
 
   bool as_bool() const { return b_; }
   int64_t as_int() const { return kind_ == Kind::kBool ? (b_ ? 1 : 0) : i_; }
@@ -81,6 +95,9 @@ class Value {
   Kind kind_ = Kind::kUndefined;
   bool b_ = false;
   bool tuple_ = false;
+  bool holds_namespace_ = false;  // lists only; dicts keep theirs in Dict
+  int depth_ = 0;                 // lists only
+  int64_t bytes_ = 0;             // scalars, strings and lists
   int64_t i_ = 0;
   double f_ = 0;
   std::string s_;
@@ -93,6 +110,10 @@ class Value {
 struct Dict {
   std::vector<std::pair<std::string, Value>> items;
   bool is_namespace = false;
+  // Value::bytes(), depth() and holds_namespace() of the dict, kept up to date by Set.
+  int64_t bytes = 0;
+  int depth = 1;
+  bool holds_namespace = false;
   const Value* Find(const std::string& key) const;
   void Set(const std::string& key, Value value);
 };
@@ -105,7 +126,7 @@ std::string PythonStringRepr(const std::string& s);
 // json.dumps(value, ensure_ascii=False, indent=indent, separators=..., sort_keys=...) as Python
 // writes it. Errors: InvalidArgument for values JSON cannot hold (Undefined, functions).
 struct JsonFormat {
-  std::optional<int> indent;
+  std::optional<int64_t> indent;
   std::optional<std::string> indent_string;  // indent given as a string
   std::optional<std::pair<std::string, std::string>> separators;
   bool sort_keys = false;
