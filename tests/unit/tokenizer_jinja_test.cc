@@ -124,9 +124,10 @@ TEST(TokenizerJinjaTest, HostileTemplatesHitNamedLimits) {
   // Within the limits, the same operations still give Python's answers.
   absl::StatusOr<std::string> out = Render(
       "{{ 2 ** 62 }}|{{ 'abc'[1::9223372036854775807] }}|{{ range(5, 20, 7) | list }}|"
-      "{{ range(9223372036854775800, 9223372036854775807, 3) | length }}|{{ '' * 1000000000 }}");
+      "{{ range(9223372036854775800, 9223372036854775807, 3) | length }}|{{ '' * 1000000000 }}|"
+      "{{ (-9223372036854775807 - 1) % -1 }}");
   ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_EQ(*out, "4611686018427387904|b|[5, 12, 19]|3|");
+  EXPECT_EQ(*out, "4611686018427387904|b|[5, 12, 19]|3||0");
 }
 
 TEST(TokenizerJinjaTest, RenderStepBudgetIsTheCallersChoice) {

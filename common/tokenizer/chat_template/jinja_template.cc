@@ -512,7 +512,10 @@ class Interpreter {
       if (overflow) return Overflow(e.line);
       if (op == "+" || op == "-" || op == "*") return Value::Int(r);
       if (y == 0) return Fail(e.line, "division by zero");
-      if (x == INT64_MIN && y == -1) return Overflow(e.line);
+      if (x == INT64_MIN && y == -1) {
+        if (op == "%") return Value::Int(0);
+        return Overflow(e.line);
+      }
       int64_t q = x / y;
       if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
       if (op == "//") return Value::Int(q);
