@@ -31,7 +31,7 @@ struct Expr {
     kTuple,    // (args...)
     kDict,     // {kwargs...} with keys as expressions in args (key, value pairs)
   };
-  Kind kind;
+  Kind kind = Kind::kLiteral;
   int line = 0;
   Value value;
   std::string name;

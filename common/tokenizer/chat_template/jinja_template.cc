@@ -344,8 +344,7 @@ class Interpreter {
       case Expr::Kind::kCall: {
         ABSL_ASSIGN_OR_RETURN(Value callee, Eval(*e.args[0]));
         if (!callee.is_function()) {
-          std::string what =
-              e.args[0]->kind == Expr::Kind::kName ? e.args[0]->name : e.args[0]->name;
+          const std::string& what = e.args[0]->name;
           return Fail(e.line,
                       absl::StrCat("'", what, "' is not callable (", callee.TypeName(), ")"));
         }
