@@ -78,7 +78,8 @@ ServingMetrics::ServingMetrics(std::shared_ptr<prometheus::Registry> registry,
                           .Register(*registry_)),
       tokens_per_round_(BuildHistogram()
                             .Name("twinspan_spec_decode_tokens_per_round")
-                            .Help("Tokens one verify round emitted (accepted drafts + bonus).")
+                            .Help("Tokens one verify round emitted (accepted drafts + bonus, less "
+                                  "what a stop cut).")
                             .Labels({{"model_name", std::string(model_name)}})
                             .Register(*registry_)),
       draft_nodes_(BuildHistogram()
@@ -203,7 +204,7 @@ ServingMetrics::ServingMetrics(std::shared_ptr<prometheus::Registry> registry,
                           .Register(*registry_)) {}
 
 void ServingMetrics::RecordRound(std::string_view head_variant, std::string_view source,
-                                 int drafted, int accepted) {
+                                 int drafted, int accepted, int emitted) {
   const Labels variant = {{"head_variant", std::string(head_variant)}};
   if (drafted > 0) {
     const Labels by_source = {{"head_variant", std::string(head_variant)},
@@ -217,7 +218,7 @@ void ServingMetrics::RecordRound(std::string_view head_variant, std::string_view
           .Increment();
     }
   }
-  tokens_per_round_.Add(variant, TokensPerRoundBuckets()).Observe(accepted + 1);
+  tokens_per_round_.Add(variant, TokensPerRoundBuckets()).Observe(emitted);
 }
 
 void ServingMetrics::RecordPrefixLookup(std::string_view cache, int64_t reused_tokens) {

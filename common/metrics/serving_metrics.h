@@ -32,9 +32,10 @@ class ServingMetrics {
   const std::shared_ptr<prometheus::Registry>& registry() const { return registry_; }
 
   // One verify round of one stream: `drafted` drafts from `source` ("drafter" or "context_copy")
-  // went in, the first `accepted` matched, and accepted + 1 tokens came out (the bonus included).
+  // went in, the first `accepted` matched, and `emitted` tokens reached the client: accepted + 1
+  // (the bonus included) unless an EOS, stop token or max_tokens ended the stream inside it.
   void RecordRound(std::string_view head_variant, std::string_view source, int drafted,
-                   int accepted);
+                   int accepted, int emitted);
   // The same round's draft shape: `nodes` drafts verified as a tree (or a chain), `accepted` of
   // them on the kept path (its depth).
   void RecordDraftShape(std::string_view head_variant, bool tree, int nodes, int accepted);

@@ -423,7 +423,7 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
   }
 }
 
-bool LaneEngine::Emit(Stream& s, std::vector<uint32_t> ids, bool round) {
+bool LaneEngine::Emit(Stream& s, std::vector<uint32_t> ids, bool round, int* emitted) {
   const VerifierInfo& info = model_->info();
   std::optional<FinishReason> reason;
   size_t keep = 0;
@@ -462,6 +462,7 @@ bool LaneEngine::Emit(Stream& s, std::vector<uint32_t> ids, bool round) {
   }
   // What an EOS, stop or max_tokens cut from the round never reached the client.
   if (round) s.summary.tokens_per_round.push_back(static_cast<uint32_t>(kept));
+  if (emitted != nullptr) *emitted = kept;
   if (reason) {
     Finish(s, *reason);
     return true;
@@ -696,15 +697,18 @@ void LaneEngine::RunRound() {
     if (k > 0 && s.source == DraftSource::kDrafter) {
       s.summary.head_variant = channel_->peer().head_variant;
     }
-    if (metrics_ != nullptr) {
-      metrics_->RecordRound(s.summary.head_variant, DraftSourceName(s.source), k, accepted);
-      if (k > 0) {
-        metrics_->RecordDraftShape(s.summary.head_variant, s.proposal.is_tree(), k, accepted);
-      }
-    }
     const uint32_t old_pending = s.pending;
     const uint32_t new_pending = path->tokens.back();
-    if (Emit(s, path->tokens, /*round=*/true)) continue;
+    // Emit may finish the stream and hand its summary on: read what the metrics need first.
+    const std::string head_variant = s.summary.head_variant;
+    const bool tree = s.proposal.is_tree();
+    int emitted = 0;
+    const bool finished = Emit(s, path->tokens, /*round=*/true, &emitted);
+    if (metrics_ != nullptr) {  // tokens per round: what reached the client, as in the reply
+      metrics_->RecordRound(head_variant, DraftSourceName(s.source), k, accepted, emitted);
+      if (k > 0) metrics_->RecordDraftShape(head_variant, tree, k, accepted);
+    }
+    if (finished) continue;
     absl::Status status = s.sequence->CommitPath(path->rows);
     if (!status.ok()) {
       Fail(s, status);

@@ -99,7 +99,8 @@ class LaneEngine {
   void RunRound();
   // Emits `ids` (the prefill's token, or one round's) to the stream, a round's emitted count into
   // its tokens_per_round; returns true when the stream finished.
-  bool Emit(Stream& stream, std::vector<uint32_t> ids, bool round);
+  // `emitted`, when given, receives how many of `ids` reached the client.
+  bool Emit(Stream& stream, std::vector<uint32_t> ids, bool round, int* emitted = nullptr);
   // Rows this round's window may add: the context leaves room.
   int64_t ContextRoom(const Stream& stream) const;
   // Drafts this round's window may hold: max_tokens and the context both leave room.

@@ -90,14 +90,14 @@ class EngineTest : public ::testing::Test {
   ToySampler sampler_;
   InProcessDraftChannel channel_{&drafter_};
 
-  std::unique_ptr<LaneEngine> Start(int parallel, bool with_drafter,
-                                    DraftWindowOptions window = {}) {
+  std::unique_ptr<LaneEngine> Start(int parallel, bool with_drafter, DraftWindowOptions window = {},
+                                    metrics::ServingMetrics* metrics = nullptr) {
     EngineOptions options;
     options.parallel = parallel;
     options.draft_timeout = absl::Seconds(5);
     options.draft_window = window;
     auto engine =
-        LaneEngine::Start(options, &model_, &sampler_, with_drafter ? &channel_ : nullptr, nullptr);
+        LaneEngine::Start(options, &model_, &sampler_, with_drafter ? &channel_ : nullptr, metrics);
     EXPECT_TRUE(engine.ok()) << engine.status();
     return *std::move(engine);
   }
@@ -144,14 +144,37 @@ TEST_F(EngineTest, DraftedEqualsPlainGreedyAndSampled) {
   }
 }
 
+// Observations and sum of the tokens-per-round histogram, over every label.
+std::pair<uint64_t, double> TokensPerRoundHistogram(const prometheus::Registry& registry) {
+  std::pair<uint64_t, double> total{0, 0};
+  for (const prometheus::MetricFamily& family : registry.Collect()) {
+    if (family.name != "twinspan_spec_decode_tokens_per_round") continue;
+    for (const prometheus::ClientMetric& m : family.metric) {
+      total.first += m.histogram.sample_count;
+      total.second += m.histogram.sample_sum;
+    }
+  }
+  return total;
+}
+
 // A stop token met inside a round's accepted drafts ends the stream there: the round counts
-// only the tokens it emitted, so tokens_per_round sums to the completion without the prefill's.
+// only the tokens it emitted, so tokens_per_round sums to the completion without the prefill's,
+// in the reply and in the dashboard's histogram alike.
 TEST_F(EngineTest, TokensPerRoundCountsOnlyEmittedTokensWhenAStopCutsARound) {
-  auto draft_engine = Start(1, true);
+  auto registry = std::make_shared<prometheus::Registry>();
+  metrics::ServingMetrics metrics(registry, "toy");
+  auto draft_engine = Start(1, true, {}, &metrics);
   int cut_rounds = 0;
+  uint64_t rounds = 0;
+  uint64_t tokens = 0;
+  const auto count = [&](const StreamSummary& s) {
+    rounds += s.tokens_per_round.size();
+    for (uint32_t n : s.tokens_per_round) tokens += n;
+  };
   for (int which = 0; which < 4; ++which) {
     auto full = RunAll(*draft_engine, {MakeRequest(which, 0.0f, true)});
     ASSERT_EQ(full.size(), 1u);
+    count(full[0]);
     const std::vector<uint32_t>& ids = full[0].completion_ids;
     for (size_t at = 2; at + 1 < ids.size(); ++at) {
       if (std::find(ids.begin(), ids.begin() + at, ids[at]) != ids.begin() + at) continue;
@@ -159,6 +182,7 @@ TEST_F(EngineTest, TokensPerRoundCountsOnlyEmittedTokensWhenAStopCutsARound) {
       request.stop_token_ids = {ids[at]};
       auto stopped = RunAll(*draft_engine, {request});
       ASSERT_EQ(stopped.size(), 1u);
+      count(stopped[0]);
       ASSERT_EQ(stopped[0].completion_ids,
                 std::vector<uint32_t>(ids.begin(), ids.begin() + at + 1));
       uint32_t emitted = 0;
@@ -175,6 +199,10 @@ TEST_F(EngineTest, TokensPerRoundCountsOnlyEmittedTokensWhenAStopCutsARound) {
     }
   }
   EXPECT_GT(cut_rounds, 0);  // the case under test happened
+  ASSERT_TRUE(draft_engine->WaitIdle(absl::Seconds(10)));
+  const auto [observed, sum] = TokensPerRoundHistogram(*registry);
+  EXPECT_EQ(observed, rounds);
+  EXPECT_EQ(sum, static_cast<double>(tokens));
 }
 
 // The toy vocabulary as bytes for a grammar: id i is the character '!' + i, two-character ids
