@@ -20,6 +20,9 @@ absl::Status TooLarge(const char* what) {
   return Bad(absl::StrCat(what, ": result larger than the limit of ", kMaxValueBytes, " bytes"));
 }
 
+// Whether `n` values (before their strings' bytes) already pass kMaxValueBytes.
+bool TooManyValues(size_t n) { return static_cast<int64_t>(n * sizeof(Value)) > kMaxValueBytes; }
+
 // Python's int(f), refused outside int64 (Python's ints have no bound; ours do).
 absl::StatusOr<int64_t> FloatToInt(double f) {
   if (!(std::fabs(f) < 9.2e18)) return Bad(absl::StrCat("int: ", f, " does not fit in 64 bits"));
@@ -103,8 +106,7 @@ absl::StatusOr<Value> Split(const std::string& s, const std::optional<Value>& se
         parts.push_back(Value::String(s.substr(cp.offsets[i], cp.offsets[end] - cp.offsets[i])));
         break;
       }
-      if (static_cast<int64_t>(parts.size() * sizeof(Value)) > kMaxValueBytes)
-        return TooLarge("split");
+      if (TooManyValues(parts.size())) return TooLarge("split");
       size_t j = i;
       while (j < n && !IsPythonSpace(cp.cps[j])) ++j;
       parts.push_back(Value::String(s.substr(cp.offsets[i], cp.offsets[j] - cp.offsets[i])));
@@ -123,8 +125,7 @@ absl::StatusOr<Value> Split(const std::string& s, const std::optional<Value>& se
       parts.push_back(Value::String(s.substr(start)));
       break;
     }
-    if (static_cast<int64_t>(parts.size() * sizeof(Value)) > kMaxValueBytes)
-      return TooLarge("split");
+    if (TooManyValues(parts.size())) return TooLarge("split");
     parts.push_back(Value::String(s.substr(start, hit - start)));
     start = hit + d.size();
   }
@@ -461,8 +462,7 @@ absl::StatusOr<List> Iterate(const Value& value) {
     case Value::Kind::kString: {
       List chars;
       CodePoints cp = Decode(value.as_string());
-      if (static_cast<int64_t>(cp.cps.size() * sizeof(Value)) > kMaxValueBytes)
-        return TooLarge("iterating a string by character");
+      if (TooManyValues(cp.cps.size())) return TooLarge("iterating a string by character");
       for (size_t i = 0; i < cp.cps.size(); ++i) {
         chars.push_back(Value::String(
             value.as_string().substr(cp.offsets[i], cp.offsets[i + 1] - cp.offsets[i])));

@@ -576,7 +576,7 @@ class Parser {
     }
   }
 
-  // Counts the parser's recursion (nested brackets, unary operators, blocks) for Nest().
+  // Counts the parser's recursion (nested brackets, unary operators, blocks) for CheckNesting().
   class Nesting {
    public:
     explicit Nesting(int* depth) : depth_(depth) { ++*depth_; }

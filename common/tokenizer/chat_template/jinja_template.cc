@@ -32,11 +32,7 @@ class Interpreter {
   }
 
   absl::Status Exec(const Body& body, std::string* out) {
-    if (nesting_ >= kMaxNesting) {
-      return Fail(
-          body.empty() ? 0 : body.front()->line,
-          absl::StrCat("blocks and expressions nested deeper than ", kMaxNesting, " levels"));
-    }
+    ABSL_RETURN_IF_ERROR(CheckNesting(body.empty() ? 0 : body.front()->line));
     ++nesting_;
     absl::Status status;
     for (const NodePtr& node : body) {
@@ -65,6 +61,13 @@ class Interpreter {
     if (steps_left_ >= 0) return absl::OkStatus();
     return Fail(line, absl::StrCat("rendering exceeded its limit of ", max_steps_,
                                    " steps (max_render_steps): a loop that never ends?"));
+  }
+
+  // Exec and Eval recurse into each other; one more level must fit under kMaxNesting.
+  absl::Status CheckNesting(int line) const {
+    if (nesting_ < kMaxNesting) return absl::OkStatus();
+    return Fail(line,
+                absl::StrCat("blocks and expressions nested deeper than ", kMaxNesting, " levels"));
   }
 
   // Every value an expression yields passes here: none may outgrow the memory or nesting bounds.
@@ -297,10 +300,7 @@ class Interpreter {
   }
 
   absl::StatusOr<Value> Eval(const Expr& e) {
-    if (nesting_ >= kMaxNesting) {
-      return Fail(e.line, absl::StrCat("blocks and expressions nested deeper than ", kMaxNesting,
-                                       " levels"));
-    }
+    ABSL_RETURN_IF_ERROR(CheckNesting(e.line));
     ABSL_RETURN_IF_ERROR(Step(e.line));
     ++nesting_;
     absl::StatusOr<Value> v = EvalInner(e);
