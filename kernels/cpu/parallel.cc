@@ -1,8 +1,24 @@
 #include "kernels/cpu/parallel.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace twinspan::cpu {
+namespace {
+
+// True once done() holds, false when it still does not after ThreadPool::kSpinMicros.
+template <typename Done>
+bool SpinUntil(const Done& done) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicros);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
   for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
@@ -35,12 +51,13 @@ void ThreadPool::RunChunks() {
 void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   while (true) {
-    {
+    const auto woken = [&] { return stop_ || generation_ != seen; };
+    if (!SpinUntil(woken)) {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
+      wake_.wait(lock, woken);
     }
+    if (stop_) return;
+    seen = generation_;
     RunChunks();
   }
 }
@@ -65,8 +82,10 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   }
   wake_.notify_all();
   RunChunks();
+  const auto finished = [&] { return outstanding_ == 0; };
+  const bool spun = SpinUntil(finished);
   std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [&] { return outstanding_ == 0; });
+  if (!spun) done_.wait(lock, finished);
   fn_ = nullptr;
 }
 

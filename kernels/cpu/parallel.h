@@ -6,6 +6,7 @@
 #ifndef TWINSPAN_KERNELS_CPU_PARALLEL_H_
 #define TWINSPAN_KERNELS_CPU_PARALLEL_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -16,7 +17,9 @@
 namespace twinspan::cpu {
 
 // Thread-safe: any number of threads may call ParallelFor; calls are serialized internally (one
-// job at a time), and the calling thread works on its own job too.
+// job at a time), and the calling thread works on its own job too. Workers and the caller spin
+// (yielding) for kSpin before sleeping: a forward is a chain of jobs of tens of microseconds, which
+// a sleep and a futex wake per job would cost as much as the work.
 class ThreadPool {
  public:
   // `num_threads` counts the caller: 1 (or less) runs everything inline, no threads are started.
@@ -28,8 +31,11 @@ class ThreadPool {
 
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Calls fn(begin, end) over [0, n) cut into consecutive ranges of at most `grain` indices, and
-  // returns when all have run. REQUIRES: fn does not call ParallelFor on this pool.
+  static constexpr int64_t kSpinMicros = 100;
+
+  // Calls fn(begin, end) over [0, n) cut into consecutive ranges of at most `grain` indices (one
+  // call of the whole range when the pool has no workers), and returns when all have run.
+  // REQUIRES: fn does not call ParallelFor on this pool.
   void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
@@ -45,10 +51,11 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   int64_t n_ = 0;
   int64_t grain_ = 1;
-  int64_t next_ = 0;         // Next unclaimed index.
-  int64_t outstanding_ = 0;  // Indices claimed or unclaimed but not finished.
-  uint64_t generation_ = 0;  // Bumped per job so workers notice new work.
-  bool stop_ = false;
+  int64_t next_ = 0;  // Next unclaimed index.
+  // Written under mu_; atomic so that spinning threads may read them without it.
+  std::atomic<int64_t> outstanding_ = 0;  // Indices claimed or unclaimed but not finished.
+  std::atomic<uint64_t> generation_ = 0;  // Bumped per job so workers notice new work.
+  std::atomic<bool> stop_ = false;
 };
 
 // Runs fn over [0, n) on `pool`, or inline when pool is null.

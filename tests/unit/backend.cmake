@@ -4,3 +4,6 @@ twinspan_test(cpu_backend_test
   LIBS twinspan_exl3_fixture twinspan_cpu_backend twinspan_exl3 twinspan_safetensors LABELS unit asan)
 twinspan_test(cpu_elementwise_ops_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/cpu_elementwise_ops_test.cc
   LIBS twinspan_cpu LABELS unit asan)
+# cpu::ThreadPool: each index once, sleeping and spinning workers, concurrent callers.
+twinspan_test(cpu_thread_pool_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/cpu_thread_pool_test.cc
+  LIBS twinspan_cpu LABELS unit asan)
