@@ -49,6 +49,7 @@ TEST(ThreadPoolTest, WorkersThatWentToSleepWakeForTheNextJob) {
 TEST(ThreadPoolTest, ConcurrentCallersEachGetTheirWholeJob) {
   ThreadPool pool(2);
   std::vector<std::thread> callers;
+  callers.reserve(4);
   std::atomic<int> failures = 0;
   for (int c = 0; c < 4; ++c) {
     callers.emplace_back([&, c] {
