@@ -18,8 +18,8 @@ namespace twinspan::cpu {
 
 // Thread-safe: any number of threads may call ParallelFor; calls are serialized internally (one
 // job at a time), and the calling thread works on its own job too. Workers and the caller spin
-// (yielding) for kSpin before sleeping: a forward is a chain of jobs of tens of microseconds, which
-// a sleep and a futex wake per job would cost as much as the work.
+// (yielding) for kSpinMicros before sleeping: a forward is a chain of jobs of tens of microseconds,
+// and a sleep and a futex wake per job would cost as much as the work.
 class ThreadPool {
  public:
   // `num_threads` counts the caller: 1 (or less) runs everything inline, no threads are started.
