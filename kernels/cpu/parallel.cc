@@ -89,6 +89,11 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   fn_ = nullptr;
 }
 
+int ThreadCount(int requested) {
+  return requested > 0 ? requested
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 void ParallelFor(ThreadPool* pool, int64_t n, int64_t grain,
                  const std::function<void(int64_t, int64_t)>& fn) {
   if (pool == nullptr) {

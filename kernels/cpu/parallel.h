@@ -58,6 +58,9 @@ class ThreadPool {
   std::atomic<bool> stop_ = false;
 };
 
+// The services' --threads: `requested` when positive, else the machine's hardware threads (>= 1).
+int ThreadCount(int requested);
+
 // Runs fn over [0, n) on `pool`, or inline when pool is null.
 void ParallelFor(ThreadPool* pool, int64_t n, int64_t grain,
                  const std::function<void(int64_t, int64_t)>& fn);

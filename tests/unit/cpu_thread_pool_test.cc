@@ -1,5 +1,6 @@
 // cpu::ThreadPool: every index runs once, from workers that spin between jobs or have gone to
-// sleep, with callers on several threads, and a pool torn down while its workers spin.
+// sleep, with callers on several threads, and a pool torn down while its workers spin; ThreadCount.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -72,6 +73,12 @@ TEST(ThreadPoolTest, DestroyedRightAfterAJobWhileWorkersSpin) {
     ThreadPool pool(4);
     ExpectEachIndexOnce(pool, 100, 1);
   }
+}
+
+// The services' --threads 0 means every hardware thread; a positive count is taken as given.
+TEST(ThreadPoolTest, ThreadCountOfZeroIsTheMachines) {
+  EXPECT_EQ(ThreadCount(0), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_EQ(ThreadCount(3), 3);
 }
 
 }  // namespace

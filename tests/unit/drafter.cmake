@@ -32,4 +32,10 @@ if(TARGET twinspan_drafter_server)
     LIBS twinspan_drafter_server LABELS unit)
   target_compile_definitions(drafter_prefix_cache_test PRIVATE
     TWINSPAN_DEMO_DIR="${CMAKE_SOURCE_DIR}/models/demo")
+  # The drafter service's options: ranges refused by flag name, the defaults.
+  twinspan_test(drafter_adapter_test
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/drafter/drafter_adapter_test.cc
+    LIBS twinspan_drafter_server LABELS unit)
+  target_compile_definitions(drafter_adapter_test PRIVATE
+    TWINSPAN_DEMO_DIR="${CMAKE_SOURCE_DIR}/models/demo")
 endif()

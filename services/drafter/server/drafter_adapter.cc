@@ -153,6 +153,10 @@ absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
     const DrafterAdapterOptions& o) {
   ABSL_ASSIGN_OR_RETURN(const device::DeviceSpec spec,
                         device::DeviceSpec::Parse(o.device, "--device"));
+  if (o.threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("--threads %d: 0 (every hardware thread) or more", o.threads));
+  }
   std::unique_ptr<cpu::ThreadPool> pool;
   std::unique_ptr<backend::Backend> backend;
   drafter::DrafterOptions options;
@@ -160,7 +164,7 @@ absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
     ABSL_ASSIGN_OR_RETURN(backend, device::OpenBackend(spec, nullptr));
     options.model.backend = backend.get();
   } else {  // The model makes its CPU backend over the pool, as it always has.
-    pool = std::make_unique<cpu::ThreadPool>(std::max(1, o.threads));
+    pool = std::make_unique<cpu::ThreadPool>(cpu::ThreadCount(o.threads));
     options.model.pool = pool.get();
   }
   options.model.context = o.context;

@@ -17,7 +17,7 @@ struct DrafterAdapterOptions {
   std::string target_dir;  // the target checkpoint: embedding, lm_head, tokenizer
   std::string head_variant = "two-span";
   int64_t context = 4096;  // positions per stream (context plus one block)
-  int threads = 1;
+  int threads = 0;         // CPU threads; 0: the machine's (the draft and the verify take turns)
   int max_streams = 256;
   int drafter_bits = 16;  // 16: linears as stored; 4: dense linears quantized to Q4 at load
   // --device: cpu (over `threads` threads) or cuda:N (the CUDA backend on visible device N).
@@ -38,8 +38,9 @@ struct DrafterAdapterOptions {
 // Opens the drafter and the target views on o.device. On a GPU it drafts one block at once, so a
 // backend that lacks one of the drafter's ops refuses to start (FailedPrecondition naming the op
 // and --device) instead of failing every stream. Errors: InvalidArgument for --device,
-// --drafter-bits, or --draft-tree-nodes outside [0, 127] or above 0 for a DFlash drafter; those
-// of Drafter::Open, of reading the target's tokenizer.json, and of CheckpointFingerprint.
+// negative --threads, --drafter-bits, or --draft-tree-nodes outside [0, 127] or above 0 for a
+// DFlash drafter; those of Drafter::Open, of reading the target's tokenizer.json, and of
+// CheckpointFingerprint.
 absl::StatusOr<std::unique_ptr<engine::DraftModel>> OpenDrafterAdapter(
     const DrafterAdapterOptions& options);
 

@@ -6,6 +6,7 @@
 #include "CLI/CLI.hpp"
 #include "common/metrics/metrics_http.h"
 #include "common/metrics/serving_metrics.h"
+#include "kernels/cpu/parallel.h"
 #include "services/drafter/server/drafter_adapter.h"
 #include "services/engine/grpc/drafter_service.h"
 #include "services/engine/grpc/server_runner.h"
@@ -29,7 +30,7 @@ int Run(int argc, char** argv) {
   app.add_option("--listen", listen, "gRPC address (port 0 picks one)");
   app.add_option("--metrics", metrics_listen, "/metrics address (port 0 picks one)");
   app.add_option("--context", o.context, "Positions per stream (context plus one block)");
-  app.add_option("--threads", o.threads, "CPU threads");
+  app.add_option("--threads", o.threads, "CPU threads (0: all)");
   app.add_option("--device", o.device,
                  "cpu, or cuda:N (N among the visible devices: cuda:0 under the router's "
                  "placement)");
@@ -72,7 +73,10 @@ int Run(int argc, char** argv) {
       o.drafter_dir, o.target_dir, info.head_variant, info.block_size,
       info.tree_nodes > 0 ? fmt::format("trees of {} drafts", info.tree_nodes)
                           : std::string("chains"),
-      fmt::join(info.target_layer_ids, ","), o.device, prefix_cache_mb, o.prefix_block_tokens);
+      fmt::join(info.target_layer_ids, ","),
+      o.device == "cpu" ? fmt::format("cpu, threads {}", twinspan::cpu::ThreadCount(o.threads))
+                        : o.device,
+      prefix_cache_mb, o.prefix_block_tokens);
   auto registry = std::make_shared<prometheus::Registry>();
   twinspan::metrics::ServingMetrics metrics(registry, "drafter");
   auto http = twinspan::metrics::MetricsHttp::Start(metrics_listen, registry);

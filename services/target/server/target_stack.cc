@@ -87,7 +87,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   auto stack = std::unique_ptr<TargetStack>(new TargetStack());
   stack->parts_ = std::make_unique<Parts>();
   Parts& p = *stack->parts_;
-  const int threads = o.threads > 0 ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const int threads = cpu::ThreadCount(o.threads);
   p.pool = std::make_unique<cpu::ThreadPool>(threads);
   ABSL_ASSIGN_OR_RETURN(p.backend, device::OpenBackend(device, p.pool.get()));
   ABSL_ASSIGN_OR_RETURN(p.logits_sampler, device::OpenLogitsSampler(device));
