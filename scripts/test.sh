@@ -4,7 +4,10 @@
 # priority; then runs those again, with each fuzz target's brief libFuzzer run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's end in seconds from the start, so a CI log shows where its minutes go.
+phase() { echo "test.sh: $1 done at $SECONDS s"; }
 scripts/install-deps.sh
+phase "packages"
 # Line tables only (-g1): full debug info costs CI minutes and the tests need only file:line traces.
 flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG")
 # The CUDA backend for all five supported GPUs even without one (a plain build compiles it only for
@@ -16,6 +19,7 @@ cuda_archs="90-real;86-virtual;89-virtual;120-virtual;121-virtual"
 # Line tables for the .cu files' host side too (nvcc's -g is full debug info).
 scripts/build.sh "${flags[@]}" "-DCMAKE_CUDA_FLAGS_RELWITHDEBINFO=-O2 -DNDEBUG -Xcompiler=-g1" \
   "-DCMAKE_CUDA_ARCHITECTURES=$cuda_archs" "-DTWINSPAN_CUDA_CHECK_ARCHS=86;89;120;121"
+phase "main build"
 
 asan=build-asan
 # Services stay on: the public request parser's replay needs the protos (only asan targets build).
@@ -33,9 +37,11 @@ if ! (cd build && ctest --output-on-failure -j "$(nproc)"); then
   wait "$asan_build" || true
   exit 1
 fi
+phase "main ctest"
 if ! wait "$asan_build"; then
   cat "$asan/build.log"
   exit 1
 fi
 tail -n 1 "$asan/build.log"
+phase "asan build"
 (cd "$asan" && UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest --output-on-failure -j "$(nproc)" -L asan)
