@@ -4,6 +4,7 @@ if(TARGET twinspan_cuda AND TARGET twinspan_exl3)
   add_executable(exl3_linear_cuda_test ${CMAKE_CURRENT_LIST_DIR}/exl3_linear_cuda_test.cc)
   target_link_libraries(exl3_linear_cuda_test PRIVATE twinspan_exl3_fixture twinspan_cuda twinspan_safetensors
     twinspan_exl3 twinspan_cpu twinspan_testing GTest::gtest_main)
+  twinspan_test_optimize(exl3_linear_cuda_test)
   # The layout and lane-state logic of those kernels, simulated on the CPU: runs under ctest.
   twinspan_test(exl3_layout_test
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/exl3_layout_test.cc

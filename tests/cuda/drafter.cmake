@@ -6,6 +6,7 @@ if(TARGET twinspan_cuda AND TARGET twinspan_drafter AND TARGET twinspan_target)
     target_link_libraries(${test}_cuda_test PRIVATE twinspan_exl3_fixture twinspan_cuda_testing twinspan_drafter
       twinspan_target twinspan_cpu_backend twinspan_safetensors twinspan_exl3 twinspan_testing
       nlohmann_json::nlohmann_json)
+    twinspan_test_optimize(${test}_cuda_test)
   endforeach()
 endif()
 # The round steps and byte counts of twinspan_round_bench on the CPU backend: runs under ctest.

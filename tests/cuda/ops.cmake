@@ -8,6 +8,7 @@ if(TARGET twinspan_cuda)
     add_executable(${test}_cuda_test ${CMAKE_CURRENT_LIST_DIR}/${test}_cuda_test.cc)
     target_link_libraries(${test}_cuda_test PRIVATE twinspan_cuda_testing twinspan_cpu
       twinspan_sampler)
+    twinspan_test_optimize(${test}_cuda_test)
   endforeach()
   target_link_libraries(cuda_backend_cuda_test PRIVATE twinspan_exl3_fixture twinspan_cpu_backend twinspan_safetensors
     twinspan_exl3)
@@ -20,5 +21,6 @@ if(TARGET twinspan_cuda AND TARGET twinspan_target)
     add_executable(${test}_cuda_test ${CMAKE_CURRENT_LIST_DIR}/${test}_cuda_test.cc)
     target_link_libraries(${test}_cuda_test PRIVATE twinspan_cuda_testing twinspan_target
       twinspan_cpu_backend twinspan_testing)
+    twinspan_test_optimize(${test}_cuda_test)
   endforeach()
 endif()
