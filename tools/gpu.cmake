@@ -9,3 +9,11 @@ if(TARGET twinspan_cuda AND TARGET twinspan_exl3)
   target_link_libraries(twinspan_gpu_bench PRIVATE twinspan_cuda twinspan_exl3 twinspan_gpu_synthetic
     CLI11::CLI11 nlohmann_json::nlohmann_json)
 endif()
+
+# Whether wgmma gives the mma.m16n8k16 chain's bits (tools/gpu/wgmma_bits.cu): sm_90a only.
+if(TARGET twinspan_cuda AND CMAKE_CUDA_ARCHITECTURES MATCHES "(^|;)90")
+  add_executable(twinspan_wgmma_bits ${CMAKE_CURRENT_LIST_DIR}/gpu/wgmma_bits.cu)
+  set_target_properties(twinspan_wgmma_bits PROPERTIES CUDA_ARCHITECTURES OFF)
+  target_compile_options(twinspan_wgmma_bits PRIVATE
+    "--generate-code=arch=compute_90a,code=sm_90a")
+endif()
