@@ -459,12 +459,14 @@ class CudaBackend final : public backend::Backend {
   cudaStream_t stream() const { return stream_; }
   // Benchmarks only (CudaBackendExl3PromptRows); the backend is single-threaded by contract.
   void set_exl3_prompt_rows(int rows) { exl3_prompt_rows_ = rows; }
+  void set_exl3_prompt_tile(int tile) { exl3_prompt_tile_ = tile; }
 
  private:
   Context Ctx() const {
     Context ctx;
     ctx.stream = stream_;
     ctx.exl3_prompt_rows = exl3_prompt_rows_;
+    ctx.exl3_prompt_tile = exl3_prompt_tile_;
     return ctx;
   }
 
@@ -524,6 +526,7 @@ class CudaBackend final : public backend::Backend {
   // Used by the issuing thread only (the backend is single-threaded by contract).
   std::unique_ptr<backend::Buffer> exl3_workspace_;
   int exl3_prompt_rows_ = 0;  // Context::exl3_prompt_rows of every EXL3 call.
+  int exl3_prompt_tile_ = 0;  // Context::exl3_prompt_tile of every EXL3 call.
   CudaWeightStore weights_;
 };
 
@@ -575,6 +578,20 @@ absl::Status SetCudaBackendExl3PromptRows(backend::Backend& backend, int rows) {
         absl::StrFormat("SetCudaBackendExl3PromptRows: rows %d, need -1, 0 or a count", rows));
   }
   cuda->set_exl3_prompt_rows(rows);
+  return absl::OkStatus();
+}
+
+absl::Status SetCudaBackendExl3PromptTile(backend::Backend& backend, int tile) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&backend);
+  if (cuda == nullptr) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "SetCudaBackendExl3PromptTile: the %s backend is not a CUDA backend", backend.name()));
+  }
+  if (tile != 0 && tile != 64 && tile != 256) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("SetCudaBackendExl3PromptTile: tile %d, need 0, 64 or 256", tile));
+  }
+  cuda->set_exl3_prompt_tile(tile);
   return absl::OkStatus();
 }
 

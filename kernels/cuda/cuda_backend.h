@@ -46,6 +46,10 @@ absl::StatusOr<cudaStream_t> CudaBackendStream(const backend::Backend& backend);
 // call of the backend in flight on another thread.
 absl::Status SetCudaBackendExl3PromptRows(backend::Backend& backend, int rows);
 
+// Sets cuda::Context::exl3_prompt_tile likewise (0: picked per call, 64 or 256 rows a block).
+// InvalidArgument for another backend or another tile.
+absl::Status SetCudaBackendExl3PromptTile(backend::Backend& backend, int tile);
+
 }  // namespace twinspan::cuda
 
 #endif  // TWINSPAN_KERNELS_CUDA_CUDA_BACKEND_H_

@@ -62,6 +62,9 @@ struct Context {
   // multiplied with all of them): 0 from kExl3PromptRows, -1 never (64-row launches), else this
   // many. Same bits either way.
   int exl3_prompt_rows = 0;
+  // Rows a block of the prompt path owns: 0 picks (256, wgmma, from kExl3WidePromptRows rows on an
+  // sm_90 GPU with the sm_90a build; else 64, mma.sync), 64 or 256 forces. Same bits either way.
+  int exl3_prompt_tile = 0;
   // Q4Linear's output columns per warp: 0 picks by shape, else 1, 2 or 4 (same bits).
   int q4_columns = 0;
 };
@@ -69,6 +72,11 @@ struct Context {
 // Rows from which Exl3Linear takes the prompt path by default: on the H200 it overtakes 64-row
 // launches between 65 rows (50.6 against ~44 ms for the 27B's body) and 128 (54.0 against 71.0).
 inline constexpr int64_t kExl3PromptRows = 96;
+
+// Rows from which the prompt path gives each block 256 rows (each weight tile decoded once for
+// all of them, wgmma) instead of 64: on the H100 the wgmma tiles are 4% slower at 256 rows, 7%
+// faster at 512 and 23% at 4,096 (docs/perf.md).
+inline constexpr int64_t kExl3WidePromptRows = 512;
 
 // y[rows, n] = x[rows, k] @ W, x and y device fp32, row strides x_stride and y_stride in floats.
 // Same arithmetic as cpu::Exl3Linear except the order of the fp32 sums inside a group of k-tiles

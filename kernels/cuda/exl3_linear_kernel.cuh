@@ -235,21 +235,31 @@ __device__ __forceinline__ int XsOffset(int row, int col, int ng) {
   return ((row & 7) * 4 + ((e & 7) >> 1)) * 2 * ng + (row >> 3) * 2 + (e >> 3);
 }
 
-// Writes the B fragments of k-tiles [tk_lo, tk_hi) for rows 0..8*ng-1 (zeros from row m) to xs.
-// Called by whole warps; warp `w` of `warps` takes every warps-th task, a (B rows, 128-chunk)
-// pair, and loads its rows before it rotates any. When all B rows are real the B rotations have no
-// branch between them, so their shuffle chains overlap (one row after another, a 16-row block's
-// rotation took 7-15 us of its launch on the H200).
-template <int B>
+// Where xh element pair (row, k = col, col + 1) of a k-tile goes in the wgmma B layout of 256 rows
+// (exl3_prompt_wgmma_kernel.cuh), in words from the k-tile's start: K-major 8 x 16-byte core
+// matrices, the two k halves 128 bytes apart, groups of 8 rows 256 bytes apart.
+__device__ __forceinline__ int WgmmaXsOffset(int row, int col) {
+  return (row >> 3) * 64 + ((col & 15) >> 3) * 32 + (row & 7) * 4 + ((col & 7) >> 1);
+}
+constexpr int kWgmmaXsWordsPerKtile = 256 * 16 / 2;
+
+// Writes the B fragments of k-tiles [tk_lo, tk_hi) for rows 0..8*ng-1 (zeros from row m) to xs
+// (kWgmma: in the wgmma layout, as rows row0.. of its 256). Called by whole warps; warp `w` of
+// `warps` takes every warps-th task, a (B rows, 128-chunk) pair, and loads its rows before it
+// rotates any. When all B rows are real the B rotations have no branch between them, so their
+// shuffle chains overlap (one row after another, a 16-row block's rotation took 7-15 us of its
+// launch on the H200).
+template <int B, bool kWgmma = false>
 __device__ __forceinline__ void RotateRange(const LinearParams& p, int ng, int tk_lo, int tk_hi,
-                                            uint32_t* xs, int w, int warps) {
+                                            uint32_t* xs, int w, int warps, int row0 = 0) {
   const int lane = threadIdx.x & 31;
   const int c0 = tk_lo / 8, c1 = (tk_hi + 7) / 8, chunks = c1 - c0;
   for (int task = w; task < ng * (8 / B) * chunks; task += warps) {
     const int r0 = task / chunks * B, col = (c0 + task % chunks) * 128 + lane * 4;
     const int tk = col >> 4;
     const bool keep = tk >= tk_lo && tk < tk_hi;  // Per lane: the chunk may start before tk_lo.
-    uint32_t* t = xs + static_cast<int64_t>(tk - tk_lo) * XsWordsPerKtile(ng);
+    uint32_t* t = xs + static_cast<int64_t>(tk - tk_lo) *
+                           (kWgmma ? kWgmmaXsWordsPerKtile : XsWordsPerKtile(ng));
     float su[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) su[i] = __half2float(p.suh[col + i]);
@@ -271,8 +281,13 @@ __device__ __forceinline__ void RotateRange(const LinearParams& p, int ng, int t
     if (keep) {
 #pragma unroll
       for (int i = 0; i < B; ++i) {
-        t[XsOffset(r0 + i, col, ng)] = h[i][0];
-        t[XsOffset(r0 + i, col + 2, ng)] = h[i][1];
+        if constexpr (kWgmma) {
+          t[WgmmaXsOffset(row0 + r0 + i, col)] = h[i][0];
+          t[WgmmaXsOffset(row0 + r0 + i, col + 2)] = h[i][1];
+        } else {
+          t[XsOffset(r0 + i, col, ng)] = h[i][0];
+          t[XsOffset(r0 + i, col + 2, ng)] = h[i][1];
+        }
       }
     }
   }

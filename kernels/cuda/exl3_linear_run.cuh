@@ -38,7 +38,8 @@ size_t PromptWorkspaceBytes(const Part* parts, int count, int64_t rows, size_t o
 bool PromptFits(const Part* parts, int count, int device);
 
 // Runs already validated parts on the prompt path: per launch of up to 4,096 rows each part's rows
-// rotated once, then one PromptKernel launch. ResourceExhausted for a small workspace.
+// rotated once, then one PromptKernel or PromptWgmmaKernel launch (Context::exl3_prompt_tile).
+// ResourceExhausted for a small workspace or a forced wide tile the device cannot hold.
 absl::Status RunPrompt(const char* op, const Context& ctx, const float* x, int64_t x_stride,
                        int64_t rows, const Part* parts, int count, int device, size_t offset);
 

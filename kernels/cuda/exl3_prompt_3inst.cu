@@ -2,6 +2,6 @@
 #include "kernels/cuda/exl3_prompt_launch_impl.cuh"
 
 namespace twinspan::cuda::exl3_kernel {
-template cudaError_t LaunchPrompt<Cb::k3inst>(int, int, int, int, const PromptParams&,
+template cudaError_t LaunchPrompt<Cb::k3inst>(int, bool, int, int, int, const PromptParams&,
                                               cudaStream_t);
 }  // namespace twinspan::cuda::exl3_kernel

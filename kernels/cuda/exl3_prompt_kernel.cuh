@@ -56,9 +56,10 @@ __device__ __forceinline__ uint64_t EvictNormalPolicy() {
 }
 
 // xs of the prompt path: [row group of the launch][k-tile][64 words], each k-tile's words the B
-// fragment of one 8-row group (lane * 2 + {b0, b1}); row groups past the rows hold zeros.
+// fragment of one 8-row group (lane * 2 + {b0, b1}); or, kWgmma, [256-row tile][k-tile][2,048
+// words] in the wgmma layout (WgmmaXsOffset). Rows past the last hold zeros.
 // Grid: (k / 128 chunks over kWarps warps a block, row groups).
-template <int kWarps>
+template <int kWarps, bool kWgmma = false>
 __global__ void __launch_bounds__(32 * kWarps)
     PromptRotateKernel(const __grid_constant__ LinearParams p, uint32_t* xs) {
   WaitForPriorGrids();
@@ -67,9 +68,13 @@ __global__ void __launch_bounds__(32 * kWarps)
   LinearParams q = p;  // This group's 8 rows as rows 0..7 of a one-group launch.
   q.x = p.x + static_cast<int64_t>(group) * 8 * p.ldx;
   q.m = p.m - 8 * group;
-  RotateRange<8>(q, 1, 0, kt, xs + static_cast<int64_t>(group) * kt * 64,
-                 static_cast<int>(blockIdx.x) * kWarps + (threadIdx.x >> 5),
-                 static_cast<int>(gridDim.x) * kWarps);
+  const int w = static_cast<int>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  const int warps = static_cast<int>(gridDim.x) * kWarps;
+  if constexpr (kWgmma)
+    RotateRange<8, true>(q, 1, 0, kt, xs + static_cast<int64_t>(group / 32) * kt * 2048, w, warps,
+                         group % 32 * 8);
+  else
+    RotateRange<8>(q, 1, 0, kt, xs + static_cast<int64_t>(group) * kt * 64, w, warps);
 }
 
 // One launch of the prompt path and how its tiles (64 rows x 2 column blocks) are cut along k.

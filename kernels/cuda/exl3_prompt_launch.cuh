@@ -9,18 +9,19 @@
 
 namespace twinspan::cuda::exl3_kernel {
 
-// Launches PromptKernel<CB, bits> on `blocks` blocks with `smem_bytes` of dynamic shared memory,
-// allowed to start while the stream's previous kernel finishes. REQUIRES: 1 <= bits <= 8, `part`
-// filled by the caller (exl3_prompt.cu). Returns the launch error.
+// Launches PromptKernel<CB, bits> (or PromptWgmmaKernel where `wgmma`) on `blocks` blocks with
+// `smem_bytes` of dynamic shared memory, allowed to start while the stream's previous kernel
+// finishes. REQUIRES: 1 <= bits <= 8, `part` filled by the caller (exl3_prompt.cu). Returns the
+// launch error.
 template <Cb CB>
-cudaError_t LaunchPrompt(int bits, int blocks, int smem_bytes, int device,
+cudaError_t LaunchPrompt(int bits, bool wgmma, int blocks, int smem_bytes, int device,
                          const PromptParams& params, cudaStream_t stream);
 
-extern template cudaError_t LaunchPrompt<Cb::k3inst>(int, int, int, int, const PromptParams&,
+extern template cudaError_t LaunchPrompt<Cb::k3inst>(int, bool, int, int, int, const PromptParams&,
                                                      cudaStream_t);
-extern template cudaError_t LaunchPrompt<Cb::kMcg>(int, int, int, int, const PromptParams&,
+extern template cudaError_t LaunchPrompt<Cb::kMcg>(int, bool, int, int, int, const PromptParams&,
                                                    cudaStream_t);
-extern template cudaError_t LaunchPrompt<Cb::kMul1>(int, int, int, int, const PromptParams&,
+extern template cudaError_t LaunchPrompt<Cb::kMul1>(int, bool, int, int, int, const PromptParams&,
                                                     cudaStream_t);
 
 }  // namespace twinspan::cuda::exl3_kernel

@@ -2,5 +2,6 @@
 #include "kernels/cuda/exl3_prompt_launch_impl.cuh"
 
 namespace twinspan::cuda::exl3_kernel {
-template cudaError_t LaunchPrompt<Cb::kMcg>(int, int, int, int, const PromptParams&, cudaStream_t);
+template cudaError_t LaunchPrompt<Cb::kMcg>(int, bool, int, int, int, const PromptParams&,
+                                            cudaStream_t);
 }  // namespace twinspan::cuda::exl3_kernel

@@ -387,16 +387,18 @@ TEST(Exl3LinearCuda, EveryRowCountGivesEachRowItsOneRowBits) {
 
 // ---- the prompt path -------------------------------------------------------------------------
 
-// y for `rows` rows with Context::exl3_prompt_rows = prompt_rows (-1: 64-row launches only) and
-// exl3_schedule = schedule (on the prompt path 1: a plan group a work unit, 2: the whole of k).
+// y for `rows` rows with Context::exl3_prompt_rows = prompt_rows (-1: 64-row launches only),
+// exl3_schedule = schedule (on the prompt path 1: a plan group a work unit, 2: the whole of k) and
+// exl3_prompt_tile = tile (0 automatic, 64 or 256 rows a block).
 std::vector<float> RunPromptRows(const Exl3DeviceWeight& w, const std::vector<float>& x,
-                                 int64_t rows, int prompt_rows, int schedule = 0) {
+                                 int64_t rows, int prompt_rows, int schedule = 0, int tile = 0) {
   auto xd = Upload(x);
   DeviceBuffer yd(rows * w.n * sizeof(float));
   cudaMemset(yd.get(), 0xFF, yd.bytes());  // Poison: an unwritten element shows as NaN.
   Runner runner;
   Context ctx = runner.context(schedule);
   ctx.exl3_prompt_rows = prompt_rows;
+  ctx.exl3_prompt_tile = tile;
   const absl::Status s = Exl3Linear(ctx, xd->as<float>(), w.k, rows, w, yd.as<float>(), w.n);
   EXPECT_TRUE(s.ok()) << s;
   std::vector<float> y(rows * w.n);
@@ -438,6 +440,58 @@ TEST(Exl3LinearCuda, PromptPathGivesEveryRowItsDecodeKernelBitsForEveryPlan) {
       }
     }
   EXPECT_GE(cases, 3 * 8 * 3 * 2);  // At least every codebook and K, automatic and whole k.
+}
+
+TEST(Exl3LinearCuda, WgmmaPromptTilesGiveEveryRowItsDecodeKernelBitsForEveryPlan) {
+  // 256-row tiles decode each weight tile once for all their rows and multiply it with them in one
+  // wgmma: the same A fragments and chains, so the same bits as 64-row launches for every codebook,
+  // K and plan, with k cut automatically, into plan groups or not at all; 17 rows leave most of a
+  // tile empty, 300 and 600 a last tile partly empty. sm_90 GPUs only (sm_90a code).
+  int major = 0, minor = 0;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+  if (major != 9 || minor != 0) GTEST_SKIP() << "wgmma tiles need an sm_90 GPU";
+  int cases = 0;
+  for (Exl3Codebook cb : {Exl3Codebook::k3inst, Exl3Codebook::kMcg, Exl3Codebook::kMul1})
+    for (int K : {1, 2, 3, 4, 5, 6, 7, 8}) {
+      const HostWeight h = RandomWeight(1024, 640, K, cb, 5300 + 10 * K + static_cast<int>(cb));
+      std::vector<std::pair<int, int>> plans = PlansFor(h.k, h.n);
+      plans.push_back({8, 4});  // The 27B's down_proj and o_proj plan: both folds.
+      for (size_t pi = 0; pi < plans.size(); ++pi) {
+        if (cb != Exl3Codebook::kMul1 && K != 4 && pi > 0) continue;  // Every plan at mul1 and K 4.
+        DeviceWeight d = ToDevice(h, plans[pi].first, plans[pi].second);
+        for (const int64_t rows : {17, 300, 600}) {
+          const std::vector<float> x = RandomRows(rows, h.k, 700 + rows + K);
+          const std::vector<float> want = RunPromptRows(d.view, x, rows, -1);
+          for (const int schedule : {0, 1, 2}) {
+            const int G = plans[pi].first * plans[pi].second;
+            if (schedule == 1 && h.k / 16 / G % 4 != 0) continue;  // Groups not whole stages.
+            const std::vector<float> got = RunPromptRows(d.view, x, rows, 17, schedule, 256);
+            for (float v : got) ASSERT_TRUE(std::isfinite(v));
+            ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+                << CbName(cb) << " K" << K << " plan (" << plans[pi].first << ","
+                << plans[pi].second << ") rows " << rows << " schedule " << schedule;
+            ++cases;
+          }
+        }
+      }
+    }
+  EXPECT_GE(cases, 3 * 8 * 3 * 2);
+}
+
+TEST(Exl3LinearCuda, PromptTileOutsideTheTwoSizesIsRefused) {
+  const HostWeight h = RandomWeight(1024, 256, 4, Exl3Codebook::kMul1, 11);
+  DeviceWeight d = ToDevice(h, 2, 4);
+  constexpr int64_t kRows = 200;
+  const Exl3LinearOutput out{&d.view, nullptr, h.n};
+  DeviceBuffer ws(Exl3LinearsWorkspaceBytes(&out, 1, kRows)), xd(kRows * h.k * sizeof(float)),
+      yd(kRows * h.n * sizeof(float));
+  CUDA_OK(cudaMemset(ws.get(), 0, ws.bytes()));
+  Context ctx{nullptr, ws.get(), ws.bytes()};
+  ctx.exl3_prompt_tile = 128;
+  const absl::Status s = Exl3Linear(ctx, xd.as<float>(), h.k, kRows, d.view, yd.as<float>(), h.n);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("exl3_prompt_tile"), std::string_view::npos) << s;
 }
 
 TEST(Exl3LinearCuda, PromptInChunksEqualsThePromptWholeAndEachRowAlone) {

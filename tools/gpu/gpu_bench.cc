@@ -504,11 +504,13 @@ class Bench {
         "GFLOP a row; limit = FLOPs / %.0f TFLOP/s + one decode of the body (%.3f ms)\n",
         static_cast<long long>(count), ws.size(), body_bits, total / 1e9, flop_per_row / 1e9,
         matmul_tflops, decode_body_us_ / 1e3);
-    auto forward = [&](int64_t m, bool prompt) -> absl::Status {
+    // tile 0: 64-row launches; 64 or 256: the prompt path with blocks of that many rows.
+    auto forward = [&](int64_t m, int tile) -> absl::Status {
       cuda::Context ctx = context();
       ctx.workspace = workspace;
       ctx.workspace_bytes = ws_bytes;
-      ctx.exl3_prompt_rows = prompt ? 1 : -1;  // Every row count on the path asked for.
+      ctx.exl3_prompt_rows = tile > 0 ? 1 : -1;  // Every row count on the path asked for.
+      ctx.exl3_prompt_tile = tile;
       for (const auto& g : ws) {
         std::vector<cuda::Exl3LinearOutput> outs(g.size());
         for (size_t i = 0; i < g.size(); ++i) outs[i] = {&g[i], y, g[i].n};  // Timing only.
@@ -519,25 +521,28 @@ class Bench {
     };
     struct Case {
       int64_t rows;
-      bool prompt;
+      int tile;
     };
-    const Case cases[] = {{64, false},  {128, false}, {256, false}, {512, false},
-                          {65, true},   {128, true},  {256, true},  {512, true},
-                          {1024, true}, {2048, true}, {4096, true}};
+    const Case cases[] = {{64, 0},    {128, 0},   {256, 0},    {512, 0},    {65, 64},   {128, 64},
+                          {256, 64},  {512, 64},  {1024, 64},  {2048, 64},  {4096, 64}, {128, 256},
+                          {256, 256}, {512, 256}, {1024, 256}, {2048, 256}, {4096, 256}};
     for (const Case& c : cases) {
       ABSL_ASSIGN_OR_RETURN(const Stats s,
-                            Time([&](int) { return forward(c.rows, c.prompt); }, 1, 3));
+                            Time([&](int) { return forward(c.rows, c.tile); }, 1, 3));
       const double flops = static_cast<double>(flop_per_row) * c.rows;
       const double limit_us = flops / (matmul_tflops * 1e6) + decode_body_us_;
+      const char* path =
+          c.tile == 0 ? "64-row launches" : (c.tile == 64 ? "prompt, 64-row" : "prompt, 256-row");
       std::printf(
           "  rows %4lld, %-16s: %9.3f ms median (p10 %.3f, p90 %.3f), %8.0f rows/s, %6.1f "
           "TFLOP/s; limit %.3f ms, %.2fx it\n",
-          static_cast<long long>(c.rows), c.prompt ? "prompt path" : "64-row launches",
-          s.median_us / 1e3, s.p10_us / 1e3, s.p90_us / 1e3, c.rows / (s.median_us * 1e-6),
-          flops / (s.median_us * 1e6), limit_us / 1e3, s.median_us / limit_us);
+          static_cast<long long>(c.rows), path, s.median_us / 1e3, s.p10_us / 1e3, s.p90_us / 1e3,
+          c.rows / (s.median_us * 1e-6), flops / (s.median_us * 1e6), limit_us / 1e3,
+          s.median_us / limit_us);
       std::fflush(stdout);
       json_["prompt"].push_back({{"rows", c.rows},
-                                 {"prompt_path", c.prompt},
+                                 {"prompt_path", c.tile > 0},
+                                 {"tile_rows", c.tile},
                                  {"median_us", s.median_us},
                                  {"p10_us", s.p10_us},
                                  {"p90_us", s.p90_us},

@@ -172,20 +172,29 @@ class Bench {
 
  private:
   // --prefill-reps: fresh sequences prefilled with --prefill-tokens random ids in chunks of each
-  // of --prefill-chunks rows (no taps, the last row's logits) on the prompt path, and in the first
-  // chunk size as 64-row launches too (SetCudaBackendExl3PromptRows), one warm-up each; the
-  // medians of the wall times. Every run's last logits must equal the first's bit for bit.
+  // of --prefill-chunks rows (no taps, the last row's logits) on the prompt path with its tile
+  // picked per call and with 64-row tiles forced, and in the first chunk size as 64-row launches
+  // too (SetCudaBackendExl3PromptRows), one warm-up each; the medians of the wall times. Every
+  // run's last logits must equal the first's bit for bit.
   absl::Status TimePrefill() {
     std::mt19937 rng(11);
     std::vector<int32_t> tokens(f_.prefill_tokens);
     for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % 150000);
     std::vector<float> first;  // The last row's logits of the first configuration.
     bool same = true;
+    struct Path {
+      int prompt_rows, tile;
+      const char* name;
+    };
+    const Path paths[] = {
+        {-1, 0, "64-row launches"}, {0, 64, "prompt path, 64-row tiles"}, {0, 0, "prompt path"}};
     for (size_t c = 0; c < f_.prefill_chunks.size(); ++c) {
       const int64_t chunk = f_.prefill_chunks[c];
-      for (const int prompt_rows : {-1, 0}) {
-        if (prompt_rows == -1 && c > 0) continue;
-        ABSL_RETURN_IF_ERROR(cuda::SetCudaBackendExl3PromptRows(*target_backend_, prompt_rows));
+      for (const Path& path : paths) {
+        if (path.prompt_rows == -1 && c > 0) continue;
+        ABSL_RETURN_IF_ERROR(
+            cuda::SetCudaBackendExl3PromptRows(*target_backend_, path.prompt_rows));
+        ABSL_RETURN_IF_ERROR(cuda::SetCudaBackendExl3PromptTile(*target_backend_, path.tile));
         std::vector<double> s;
         for (int i = 0; i <= f_.prefill_reps; ++i) {
           ABSL_ASSIGN_OR_RETURN(std::unique_ptr<target::SequenceState> state,
@@ -201,15 +210,15 @@ class Bench {
         }
         std::sort(s.begin(), s.end());
         const double median = s[s.size() / 2];
-        const char* path = prompt_rows == 0 ? "prompt path" : "64-row launches";
         std::printf(
             "prefill %lld tokens, chunks of %lld, %s: %.1f ms median of %d, %.0f tokens/s\n",
-            static_cast<long long>(f_.prefill_tokens), static_cast<long long>(chunk), path,
+            static_cast<long long>(f_.prefill_tokens), static_cast<long long>(chunk), path.name,
             median * 1e3, f_.prefill_reps, f_.prefill_tokens / median);
         std::fflush(stdout);
         json_["prefill"].push_back({{"tokens", f_.prefill_tokens},
                                     {"chunk", chunk},
-                                    {"prompt_path", prompt_rows == 0},
+                                    {"prompt_path", path.prompt_rows == 0},
+                                    {"tile", path.tile},
                                     {"median_s", median}});
       }
     }
@@ -217,6 +226,7 @@ class Bench {
                 same ? "equal" : "DIFFERENT");
     json_["prefill_logits_equal"] = same;
     ABSL_RETURN_IF_ERROR(cuda::SetCudaBackendExl3PromptRows(*target_backend_, 0));
+    ABSL_RETURN_IF_ERROR(cuda::SetCudaBackendExl3PromptTile(*target_backend_, 0));
     if (!same) return absl::InternalError("prefill logits differ between paths or chunk sizes");
     return absl::OkStatus();
   }
