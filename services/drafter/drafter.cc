@@ -5,13 +5,13 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/config/target_config.h"
 #include "common/safetensors/checkpoint.h"
 #include "common/status.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/linear.h"
 #include "services/drafter/draft_tree.h"
 #include "services/drafter/walk_uniform.h"
-#include "services/target/target_config.h"
 #include "services/target/weight_loader.h"
 
 namespace twinspan::drafter {

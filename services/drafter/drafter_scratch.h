@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "common/config/drafter_config.h"
 #include "kernels/backend/backend.h"
-#include "services/drafter/drafter_config.h"
 #include "services/drafter/drafter_device_weights.h"
 
 namespace twinspan::drafter {

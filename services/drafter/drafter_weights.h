@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/config/drafter_config.h"
 #include "common/safetensors/checkpoint.h"
 #include "kernels/cpu/candidate_selector.h"
 #include "kernels/cpu/linear.h"
-#include "services/drafter/drafter_config.h"
 #include "services/drafter/drafter_linear.h"
 
 namespace twinspan::drafter {

@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/config/drafter_config.h"
 #include "common/safetensors/tensor_view.h"
 #include "common/status.h"
-#include "services/drafter/drafter_config.h"
 #include "services/engine/checkpoint_fingerprint.h"
 
 namespace twinspan::engine {

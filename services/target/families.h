@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "common/config/target_config.h"
 #include "common/safetensors/checkpoint.h"
-#include "services/target/target_config.h"
 #include "services/target/target_model.h"
 
 namespace twinspan::target {

@@ -11,9 +11,9 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "common/config/target_config.h"
 #include "kernels/backend/backend.h"
 #include "services/target/layer_rows.h"
-#include "services/target/target_config.h"
 #include "services/target/target_model.h"
 
 namespace twinspan::target {

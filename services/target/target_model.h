@@ -19,13 +19,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "common/config/target_config.h"
 #include "kernels/backend/backend.h"
 #include "kernels/cpu/kv_cache.h"
 #include "kernels/cpu/parallel.h"
 #include "services/target/prefix_block.h"
 #include "services/target/prefix_cache.h"
 #include "services/target/sequence_state.h"
-#include "services/target/target_config.h"
 
 namespace twinspan::target {
 

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "common/config/dflash_config.h"
+#include "common/config/drafter_config.h"
 #include "common/config/hf_config.h"
 #include "common/config/quantization_config.h"
+#include "common/config/target_config.h"
 #include "nlohmann/json.hpp"
-#include "services/drafter/drafter_config.h"
-#include "services/target/target_config.h"
 
 namespace {
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/config/target_config.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/parallel.h"
 #include "services/target/qwen3_5_model.h"
-#include "services/target/target_config.h"
 #include "tests/unit/target_properties.h"
 #include "tests/unit/target_random_qwen35.h"
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "common/config/drafter_config.h"
+#include "common/config/target_config.h"
 #include "common/exl3/bit_allocation.h"
 #include "common/exl3/weight.h"
 #include "common/hash/sha256.h"
@@ -20,9 +22,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "nlohmann/json.hpp"
 #include "services/drafter/drafter.h"
-#include "services/drafter/drafter_config.h"
 #include "services/drafter/speculative_loop.h"
-#include "services/target/target_config.h"
 #include "services/target/target_model.h"
 #include "tools/synth/fill.h"
 #include "tools/synth/presets.h"

@@ -1,6 +1,6 @@
 // Target config parsing: Qwen3, the Qwen3.5 wrapper with text_config, bad fields, and the MoE
 // refusal when a drafter is configured.
-#include "services/target/target_config.h"
+#include "common/config/target_config.h"
 
 #include <filesystem>
 #include <fstream>

@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
+#include "common/config/target_config.h"
 #include "services/target/qwen3_model.h"
-#include "services/target/target_config.h"
 
 namespace twinspan::target::testing {
 

@@ -7,10 +7,10 @@
 #include <random>
 #include <vector>
 
+#include "common/config/target_config.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "services/target/qwen3_5_model.h"
-#include "services/target/target_config.h"
 
 namespace twinspan::target::testing {
 

@@ -8,9 +8,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/config/target_config.h"
 #include "nlohmann/json.hpp"
 #include "services/drafter/drafter.h"
-#include "services/target/target_config.h"
 
 namespace twinspan::gpu {
 

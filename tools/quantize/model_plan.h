@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/config/target_config.h"
 #include "common/exl3/bit_allocation.h"
 #include "common/safetensors/checkpoint.h"
-#include "services/target/target_config.h"
 
 namespace twinspan::quantize {
 

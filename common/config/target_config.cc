@@ -1,4 +1,4 @@
-#include "services/target/target_config.h"
+#include "common/config/target_config.h"
 
 #include <cmath>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "services/drafter/drafter_config.h"
+#include "common/config/drafter_config.h"
 
 #include <algorithm>
 #include <fstream>

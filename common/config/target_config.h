@@ -1,7 +1,7 @@
 // The target model's shape, parsed once from its config.json (HF layout; Qwen3.5 wrappers keep the
 // text model under "text_config").
-#ifndef TWINSPAN_SERVICES_TARGET_TARGET_CONFIG_H_
-#define TWINSPAN_SERVICES_TARGET_TARGET_CONFIG_H_
+#ifndef TWINSPAN_COMMON_CONFIG_TARGET_CONFIG_H_
+#define TWINSPAN_COMMON_CONFIG_TARGET_CONFIG_H_
 
 #include <cstdint>
 #include <string>
@@ -64,4 +64,4 @@ absl::StatusOr<TargetConfig> LoadTargetConfig(const std::string& dir);
 
 }  // namespace twinspan::target
 
-#endif  // TWINSPAN_SERVICES_TARGET_TARGET_CONFIG_H_
+#endif  // TWINSPAN_COMMON_CONFIG_TARGET_CONFIG_H_

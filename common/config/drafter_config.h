@@ -1,8 +1,8 @@
 // A DFlash / DFlash2 drafter's shape, parsed once from its config.json (a Qwen3Config plus
 // `dflash_config`). Both published spellings are accepted: block_size at the top level or in
 // dflash_config, rope_theta at the top level or in rope_parameters, is_causal present or absent.
-#ifndef TWINSPAN_SERVICES_DRAFTER_DRAFTER_CONFIG_H_
-#define TWINSPAN_SERVICES_DRAFTER_DRAFTER_CONFIG_H_
+#ifndef TWINSPAN_COMMON_CONFIG_DRAFTER_CONFIG_H_
+#define TWINSPAN_COMMON_CONFIG_DRAFTER_CONFIG_H_
 
 #include <cstdint>
 #include <map>
@@ -72,4 +72,4 @@ absl::StatusOr<DrafterConfig> LoadDrafterConfig(const std::string& dir);
 
 }  // namespace twinspan::drafter
 
-#endif  // TWINSPAN_SERVICES_DRAFTER_DRAFTER_CONFIG_H_
+#endif  // TWINSPAN_COMMON_CONFIG_DRAFTER_CONFIG_H_
