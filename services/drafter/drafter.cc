@@ -12,7 +12,7 @@
 #include "kernels/cpu/linear.h"
 #include "services/drafter/draft_tree.h"
 #include "services/drafter/walk_uniform.h"
-#include "services/target/weight_loader.h"
+#include "services/weights/weight_loader.h"
 
 namespace twinspan::drafter {
 namespace {

@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
-#include "services/drafter/drafter_linear.h"
+#include "services/weights/drafter_linear.h"
 
 namespace twinspan::drafter {
 namespace {

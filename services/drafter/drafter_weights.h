@@ -12,7 +12,7 @@
 #include "common/safetensors/checkpoint.h"
 #include "kernels/cpu/candidate_selector.h"
 #include "kernels/cpu/linear.h"
-#include "services/drafter/drafter_linear.h"
+#include "services/weights/drafter_linear.h"
 
 namespace twinspan::drafter {
 

@@ -17,8 +17,8 @@
 #include "common/safetensors/checkpoint.h"
 #include "kernels/backend/backend.h"
 #include "kernels/cpu/linear.h"
-#include "services/drafter/drafter_linear.h"
 #include "services/engine/tap_fusion.h"
+#include "services/weights/drafter_linear.h"
 
 namespace twinspan::engine {
 

@@ -5,7 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status.h"
 #include "services/target/families.h"
-#include "services/target/weight_loader.h"
+#include "services/weights/weight_loader.h"
 
 namespace twinspan::target {
 namespace {

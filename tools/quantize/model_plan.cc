@@ -4,7 +4,7 @@
 #include "absl/strings/str_join.h"
 #include "common/exl3/format.h"
 #include "common/status.h"
-#include "services/target/weight_loader.h"
+#include "services/weights/weight_loader.h"
 
 namespace twinspan::quantize {
 namespace {

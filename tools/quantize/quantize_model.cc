@@ -16,7 +16,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/rms_norm.h"
 #include "services/target/target_model.h"
-#include "services/target/weight_loader.h"
+#include "services/weights/weight_loader.h"
 #include "tools/quantize/calibration.h"
 #include "tools/quantize/capture_backend.h"
 #include "tools/quantize/exl3_writer.h"

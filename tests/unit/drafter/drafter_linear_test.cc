@@ -1,7 +1,7 @@
 // LoadDrafterLinear: Q4 tensors load as Q4, dense ones quantize at load when asked, and bad Q4
 // tensors are refused by name. The golden DFlash2 tiny checkpoint (golden/README.md section 8) is
 // the well-formed drafter, the golden EXL3 Qwen3.5 tiny one (section 4) an EXL3 linear.
-#include "services/drafter/drafter_linear.h"
+#include "services/weights/drafter_linear.h"
 
 #include <cstring>
 #include <filesystem>

@@ -2,8 +2,8 @@
 // co.) or Q4 (`P.q4_codes` / `P.q4_scales` / `P.q4_offsets`, docs/formats.md), and quantizes a
 // dense one to Q4 at load when asked (the drafter's linears at 4 bits read a quarter of bf16's
 // bytes a round).
-#ifndef TWINSPAN_SERVICES_DRAFTER_DRAFTER_LINEAR_H_
-#define TWINSPAN_SERVICES_DRAFTER_DRAFTER_LINEAR_H_
+#ifndef TWINSPAN_SERVICES_WEIGHTS_DRAFTER_LINEAR_H_
+#define TWINSPAN_SERVICES_WEIGHTS_DRAFTER_LINEAR_H_
 
 #include <cstdint>
 #include <string>
@@ -29,4 +29,4 @@ absl::StatusOr<cpu::LinearWeight> LoadDrafterLinear(const Checkpoint& checkpoint
 
 }  // namespace twinspan::drafter
 
-#endif  // TWINSPAN_SERVICES_DRAFTER_DRAFTER_LINEAR_H_
+#endif  // TWINSPAN_SERVICES_WEIGHTS_DRAFTER_LINEAR_H_

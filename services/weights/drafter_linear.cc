@@ -1,4 +1,4 @@
-#include "services/drafter/drafter_linear.h"
+#include "services/weights/drafter_linear.h"
 
 #include <cstring>
 #include <vector>
@@ -6,7 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
-#include "services/target/weight_loader.h"
+#include "services/weights/weight_loader.h"
 
 namespace twinspan::drafter {
 namespace {

@@ -1,4 +1,4 @@
-#include "services/target/weight_loader.h"
+#include "services/weights/weight_loader.h"
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"

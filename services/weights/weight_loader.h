@@ -1,7 +1,7 @@
 // Loads a target's tensors from a checkpoint into the CPU ops' weight types, checking each shape.
 // Shared by every family (and usable by the drafter for the target's embedding and head).
-#ifndef TWINSPAN_SERVICES_TARGET_WEIGHT_LOADER_H_
-#define TWINSPAN_SERVICES_TARGET_WEIGHT_LOADER_H_
+#ifndef TWINSPAN_SERVICES_WEIGHTS_WEIGHT_LOADER_H_
+#define TWINSPAN_SERVICES_WEIGHTS_WEIGHT_LOADER_H_
 
 #include <cstdint>
 #include <string>
@@ -51,4 +51,4 @@ std::vector<float> OnePlus(std::vector<float> weights);
 
 }  // namespace twinspan::target
 
-#endif  // TWINSPAN_SERVICES_TARGET_WEIGHT_LOADER_H_
+#endif  // TWINSPAN_SERVICES_WEIGHTS_WEIGHT_LOADER_H_
