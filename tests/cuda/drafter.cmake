@@ -5,7 +5,7 @@ if(TARGET twinspan_cuda AND TARGET twinspan_drafter AND TARGET twinspan_target)
     add_executable(${test}_cuda_test ${CMAKE_CURRENT_LIST_DIR}/${test}_cuda_test.cc)
     target_link_libraries(${test}_cuda_test PRIVATE twinspan_exl3_fixture twinspan_cuda_testing twinspan_drafter
       twinspan_target twinspan_cpu_backend twinspan_safetensors twinspan_exl3 twinspan_testing
-      nlohmann_json::nlohmann_json)
+      twinspan_speculative_loop nlohmann_json::nlohmann_json)
     twinspan_test_optimize(${test}_cuda_test)
   endforeach()
 endif()

@@ -24,12 +24,12 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "services/drafter/drafter.h"
-#include "services/drafter/speculative_loop.h"
 #include "services/target/target_model.h"
 #include "tests/cuda/drafter_cuda_util.h"
 #include "tests/golden/drafter/golden_tensors.h"
 #include "tests/golden/drafter/random_drafter.h"
 #include "tests/testing/golden.h"
+#include "tests/testing/speculative_loop.h"
 
 namespace twinspan::drafter {
 namespace {

@@ -7,7 +7,7 @@ if(TARGET twinspan_drafter)
             ${CMAKE_CURRENT_LIST_DIR}/drafter/draft_session_golden_test.cc
             ${CMAKE_CURRENT_LIST_DIR}/drafter/exl3_target_head_golden_test.cc
             ${CMAKE_CURRENT_LIST_DIR}/drafter/draft_tree_golden_test.cc
-    LIBS twinspan_drafter twinspan_safetensors
+    LIBS twinspan_drafter twinspan_speculative_loop twinspan_safetensors
     LABELS golden)
 endif()
 if(TARGET twinspan-draft)

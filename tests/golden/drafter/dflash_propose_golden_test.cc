@@ -8,10 +8,10 @@
 #include "common/safetensors/checkpoint.h"
 #include "gtest/gtest.h"
 #include "services/drafter/drafter.h"
-#include "services/drafter/speculative_loop.h"
 #include "services/target/target_model.h"
 #include "tests/golden/drafter/golden_tensors.h"
 #include "tests/testing/golden.h"
+#include "tests/testing/speculative_loop.h"
 
 namespace twinspan::drafter {
 namespace {

@@ -8,8 +8,8 @@
 
 #include "gtest/gtest.h"
 #include "services/drafter/drafter.h"
-#include "services/drafter/speculative_loop.h"
 #include "services/target/target_model.h"
+#include "tests/testing/speculative_loop.h"
 
 namespace twinspan::drafter::testing {
 

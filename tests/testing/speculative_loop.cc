@@ -1,4 +1,4 @@
-#include "services/drafter/speculative_loop.h"
+#include "tests/testing/speculative_loop.h"
 
 #include <algorithm>
 

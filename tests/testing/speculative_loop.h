@@ -2,9 +2,9 @@
 // process: verify [pending, drafts], accept up to the first mismatch plus the bonus, commit, feed
 // the kept rows' taps. The target samples every row with the keyed sampler at the position the new
 // token takes, so a drafted run emits exactly the tokens of a plain one (accept-if-equal).
-// A reference for golden tests and tools; the lane engine serves for real.
-#ifndef TWINSPAN_SERVICES_DRAFTER_SPECULATIVE_LOOP_H_
-#define TWINSPAN_SERVICES_DRAFTER_SPECULATIVE_LOOP_H_
+// A reference for the golden, synth and GPU tests; the lane engine serves for real.
+#ifndef TWINSPAN_TESTS_TESTING_SPECULATIVE_LOOP_H_
+#define TWINSPAN_TESTS_TESTING_SPECULATIVE_LOOP_H_
 
 #include <cstdint>
 #include <vector>
@@ -53,4 +53,4 @@ absl::StatusOr<std::vector<int32_t>> PlainGenerate(const target::TargetModel& ta
 
 }  // namespace twinspan::drafter
 
-#endif  // TWINSPAN_SERVICES_DRAFTER_SPECULATIVE_LOOP_H_
+#endif  // TWINSPAN_TESTS_TESTING_SPECULATIVE_LOOP_H_
