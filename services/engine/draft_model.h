@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "services/engine/draft_proposal.h"
-#include "services/engine/prefix_cache_use.h"
+#include "services/prefix/prefix_cache_use.h"
 
 namespace twinspan::engine {
 

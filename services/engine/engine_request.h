@@ -11,8 +11,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "services/engine/token_constraint.h"
 #include "services/engine/verifier_model.h"
+#include "services/structured/token_constraint.h"
 
 namespace twinspan::engine {
 

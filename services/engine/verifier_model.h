@@ -15,8 +15,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "services/engine/prefix_cache_use.h"
-#include "services/engine/token_constraint.h"
+#include "services/prefix/prefix_cache_use.h"
+#include "services/structured/token_constraint.h"
 
 namespace twinspan::engine {
 

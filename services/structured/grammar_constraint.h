@@ -12,8 +12,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "services/engine/token_constraint.h"
 #include "services/structured/prefix_matcher.h"
+#include "services/structured/token_constraint.h"
 #include "services/structured/vocab_trie.h"
 
 namespace twinspan::structured {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "services/engine/token_constraint.h"
+#include "services/structured/token_constraint.h"
 
 namespace twinspan::structured {
 

@@ -1,8 +1,8 @@
 // Structured output as the lane engine sees it: which ids may come next. The engine asks before
 // every row it samples and masks the other ids out of that row's logits, so the keyed sampler's
 // draw for a row is the same whether the row came from a drafted window or a plain one.
-#ifndef TWINSPAN_SERVICES_ENGINE_TOKEN_CONSTRAINT_H_
-#define TWINSPAN_SERVICES_ENGINE_TOKEN_CONSTRAINT_H_
+#ifndef TWINSPAN_SERVICES_STRUCTURED_TOKEN_CONSTRAINT_H_
+#define TWINSPAN_SERVICES_STRUCTURED_TOKEN_CONSTRAINT_H_
 
 #include <cstdint>
 #include <memory>
@@ -45,4 +45,4 @@ class TokenConstraint {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_TOKEN_CONSTRAINT_H_
+#endif  // TWINSPAN_SERVICES_STRUCTURED_TOKEN_CONSTRAINT_H_

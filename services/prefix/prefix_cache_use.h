@@ -1,6 +1,6 @@
 // What a prompt-prefix cache (the target's or the drafter's) holds, for metrics and logs.
-#ifndef TWINSPAN_SERVICES_ENGINE_PREFIX_CACHE_USE_H_
-#define TWINSPAN_SERVICES_ENGINE_PREFIX_CACHE_USE_H_
+#ifndef TWINSPAN_SERVICES_PREFIX_PREFIX_CACHE_USE_H_
+#define TWINSPAN_SERVICES_PREFIX_PREFIX_CACHE_USE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -14,4 +14,4 @@ struct PrefixCacheUse {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_PREFIX_CACHE_USE_H_
+#endif  // TWINSPAN_SERVICES_PREFIX_PREFIX_CACHE_USE_H_
