@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "absl/synchronization/mutex.h"
-#include "services/engine/draft_channel.h"
+#include "services/draft_link/draft_channel.h"
 #include "services/engine/proposal_box.h"
 
 namespace twinspan::engine {

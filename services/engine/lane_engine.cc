@@ -9,7 +9,7 @@
 #include "common/metrics/serving_metrics.h"
 #include "common/status.h"
 #include "kernels/cpu/mask_logits.h"
-#include "services/engine/accept_walk.h"
+#include "services/draft_link/accept_walk.h"
 #include "services/engine/context_copy.h"
 #include "services/engine/draft_picker.h"
 #include "services/engine/proposal_box.h"

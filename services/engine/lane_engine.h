@@ -23,7 +23,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "services/engine/draft_channel.h"
+#include "services/draft_link/draft_channel.h"
 #include "services/engine/draft_window.h"
 #include "services/engine/engine_request.h"
 #include "services/engine/verifier_model.h"

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "services/engine/draft_proposal.h"
+#include "services/draft_link/draft_proposal.h"
 
 namespace twinspan::engine {
 

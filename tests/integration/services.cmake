@@ -54,9 +54,9 @@ if(TARGET twinspan_router)
     LIBS twinspan_router LABELS integration services)
 endif()
 
-if(TARGET twinspan_tap_fuser AND TARGET twinspan_drafter)
+if(TARGET twinspan_draft_link AND TARGET twinspan_drafter)
   twinspan_test(tap_fuser_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/tap_fuser_test.cc
-    LIBS twinspan_tap_fuser twinspan_drafter twinspan_cpu_backend nlohmann_json::nlohmann_json
+    LIBS twinspan_draft_link twinspan_drafter twinspan_cpu_backend nlohmann_json::nlohmann_json
     LABELS integration services)
 endif()
 

@@ -1,7 +1,7 @@
 // TapFuser (the target's half of fused taps, on the target's backend) against the drafter's own
 // FuseTaps: bit for bit on the CPU backend, on random DFlash and DFlash2 checkpoints, with and
 // without threads, from host rows and from rows already in backend memory; and its errors.
-#include "services/engine/tap_fuser.h"
+#include "services/draft_link/tap_fuser.h"
 
 #include <cstring>
 #include <filesystem>
@@ -12,8 +12,8 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/parallel.h"
+#include "services/draft_link/checkpoint_fingerprint.h"
 #include "services/drafter/drafter_model.h"
-#include "services/engine/checkpoint_fingerprint.h"
 #include "tests/golden/drafter/random_drafter.h"
 
 namespace twinspan::engine {

@@ -12,8 +12,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "services/engine/draft_model.h"
-#include "services/engine/tap_fusion.h"
+#include "services/draft_link/draft_model.h"
+#include "services/draft_link/tap_fusion.h"
 #include "services/engine/verifier_model.h"
 
 namespace twinspan::testing {

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/status.h"
-#include "services/engine/accept_walk.h"
+#include "services/draft_link/accept_walk.h"
 
 namespace twinspan::drafter {
 namespace {

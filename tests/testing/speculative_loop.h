@@ -22,7 +22,7 @@ struct SpeculativeOptions {
   sampler::SamplingParams sampling;  // Default greedy.
   uint64_t seed = 0;                 // Keys the target's draws and the DFlash2 walk's.
   // > 0: each round drafts a tree of this many drafts (a DFlash2 drafter, greedy), verified in
-  // one tree forward and walked with the engine's accept rule (engine/accept_walk.h).
+  // one tree forward and walked with the engine's accept rule (services/draft_link/accept_walk.h).
   int64_t tree_nodes = 0;
 };
 

@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "gtest/gtest.h"
-#include "services/engine/draft_model.h"
+#include "services/draft_link/draft_model.h"
 #include "services/engine/lane_engine.h"
 #include "services/engine/verifier_model.h"
 #include "tests/testing/summary_sink.h"

@@ -11,9 +11,9 @@
 #include "common/status.h"
 #include "kernels/cpu/parallel.h"
 #include "services/device/device_backend.h"
+#include "services/draft_link/checkpoint_fingerprint.h"
 #include "services/drafter/draft_prefix_cache.h"
 #include "services/drafter/drafter.h"
-#include "services/engine/checkpoint_fingerprint.h"
 
 namespace twinspan::serving {
 namespace {

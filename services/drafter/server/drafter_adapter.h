@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "services/engine/draft_model.h"
+#include "services/draft_link/draft_model.h"
 
 namespace twinspan::serving {
 

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/metrics/serving_metrics.h"
-#include "services/engine/grpc/tap_wire.h"
+#include "services/draft_link/tap_wire.h"
 #include "spdlog/spdlog.h"
 
 namespace twinspan::rpc {

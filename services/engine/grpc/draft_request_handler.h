@@ -15,7 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "services/engine/draft_model.h"
+#include "services/draft_link/draft_model.h"
 #include "twinspan/v1/drafter.pb.h"
 
 namespace twinspan::metrics {

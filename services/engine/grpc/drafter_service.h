@@ -5,7 +5,7 @@
 
 #include <atomic>
 
-#include "services/engine/draft_model.h"
+#include "services/draft_link/draft_model.h"
 #include "twinspan/v1/drafter.grpc.pb.h"
 
 namespace twinspan::metrics {

@@ -12,9 +12,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "services/engine/draft_channel.h"
+#include "services/draft_link/draft_channel.h"
+#include "services/draft_link/tap_fusion.h"
 #include "services/engine/proposal_box.h"
-#include "services/engine/tap_fusion.h"
 #include "services/security/channel_security.h"
 #include "twinspan/v1/drafter.pb.h"
 

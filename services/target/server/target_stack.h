@@ -9,8 +9,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "services/engine/draft_channel.h"
-#include "services/engine/draft_model.h"
+#include "services/draft_link/draft_channel.h"
+#include "services/draft_link/draft_model.h"
 #include "services/engine/lane_engine.h"
 #include "services/security/channel_security.h"
 #include "services/target/server/target_backend.h"

@@ -11,7 +11,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "services/device/logits_sampler.h"
-#include "services/engine/tap_fuser.h"
+#include "services/draft_link/tap_fuser.h"
 #include "services/engine/verifier_model.h"
 #include "services/target/target_model.h"
 

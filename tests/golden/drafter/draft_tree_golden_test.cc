@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "services/draft_link/draft_proposal.h"
 #include "services/drafter/drafter.h"
-#include "services/engine/draft_proposal.h"
 #include "tests/testing/golden.h"
 
 namespace twinspan::drafter {

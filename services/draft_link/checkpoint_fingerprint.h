@@ -1,7 +1,7 @@
 // A short identity of a checkpoint folder that the target and its drafter compare at handshake:
 // a drafter built for another checkpoint is refused.
-#ifndef TWINSPAN_SERVICES_ENGINE_CHECKPOINT_FINGERPRINT_H_
-#define TWINSPAN_SERVICES_ENGINE_CHECKPOINT_FINGERPRINT_H_
+#ifndef TWINSPAN_SERVICES_DRAFT_LINK_CHECKPOINT_FINGERPRINT_H_
+#define TWINSPAN_SERVICES_DRAFT_LINK_CHECKPOINT_FINGERPRINT_H_
 
 #include <string>
 
@@ -17,4 +17,4 @@ absl::StatusOr<std::string> CheckpointFingerprint(const std::string& dir);
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_CHECKPOINT_FINGERPRINT_H_
+#endif  // TWINSPAN_SERVICES_DRAFT_LINK_CHECKPOINT_FINGERPRINT_H_

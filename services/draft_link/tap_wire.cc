@@ -1,4 +1,4 @@
-#include "services/engine/grpc/tap_wire.h"
+#include "services/draft_link/tap_wire.h"
 
 #include <cstring>
 #include <string>

@@ -4,8 +4,8 @@
 // RmsNorm in place). On the CPU backend the drafter's context is therefore bit for bit the one it
 // would have built from raw rows; on a GPU the target fuses where its taps are and sends the fused
 // rows (10 KB a row for the 27B instead of 51 KB raw bf16).
-#ifndef TWINSPAN_SERVICES_ENGINE_TAP_FUSER_H_
-#define TWINSPAN_SERVICES_ENGINE_TAP_FUSER_H_
+#ifndef TWINSPAN_SERVICES_DRAFT_LINK_TAP_FUSER_H_
+#define TWINSPAN_SERVICES_DRAFT_LINK_TAP_FUSER_H_
 
 #include <memory>
 #include <string>
@@ -17,7 +17,7 @@
 #include "common/safetensors/checkpoint.h"
 #include "kernels/backend/backend.h"
 #include "kernels/cpu/linear.h"
-#include "services/engine/tap_fusion.h"
+#include "services/draft_link/tap_fusion.h"
 #include "services/weights/drafter_linear.h"
 
 namespace twinspan::engine {
@@ -68,4 +68,4 @@ class TapFuser : public TapFusion {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_TAP_FUSER_H_
+#endif  // TWINSPAN_SERVICES_DRAFT_LINK_TAP_FUSER_H_

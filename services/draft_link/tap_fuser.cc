@@ -1,4 +1,4 @@
-#include "services/engine/tap_fuser.h"
+#include "services/draft_link/tap_fuser.h"
 
 #include <algorithm>
 #include <utility>
@@ -8,7 +8,7 @@
 #include "common/config/drafter_config.h"
 #include "common/safetensors/tensor_view.h"
 #include "common/status.h"
-#include "services/engine/checkpoint_fingerprint.h"
+#include "services/draft_link/checkpoint_fingerprint.h"
 
 namespace twinspan::engine {
 namespace {

@@ -1,4 +1,4 @@
-#include "services/engine/accept_walk.h"
+#include "services/draft_link/accept_walk.h"
 
 namespace twinspan::engine {
 

@@ -1,7 +1,7 @@
 // What a drafter offers the engine and the drafter service: per-stream sessions that take the
 // target's tap rows and return the next block's proposals. DrafterAdapter wraps drafter::Drafter.
-#ifndef TWINSPAN_SERVICES_ENGINE_DRAFT_MODEL_H_
-#define TWINSPAN_SERVICES_ENGINE_DRAFT_MODEL_H_
+#ifndef TWINSPAN_SERVICES_DRAFT_LINK_DRAFT_MODEL_H_
+#define TWINSPAN_SERVICES_DRAFT_LINK_DRAFT_MODEL_H_
 
 #include <cstdint>
 #include <memory>
@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "services/engine/draft_proposal.h"
+#include "services/draft_link/draft_proposal.h"
 #include "services/prefix/prefix_cache_use.h"
 
 namespace twinspan::engine {
@@ -72,4 +72,4 @@ class DraftModel {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_DRAFT_MODEL_H_
+#endif  // TWINSPAN_SERVICES_DRAFT_LINK_DRAFT_MODEL_H_

@@ -1,13 +1,13 @@
 // Tap rows on the drafter link: float rows <-> a twinspan.v1.Tensor of dtype F32 or BF16 (round to
 // nearest even), with the checks a receiver needs (dtype, shape, byte count).
-#ifndef TWINSPAN_SERVICES_ENGINE_GRPC_TAP_WIRE_H_
-#define TWINSPAN_SERVICES_ENGINE_GRPC_TAP_WIRE_H_
+#ifndef TWINSPAN_SERVICES_DRAFT_LINK_TAP_WIRE_H_
+#define TWINSPAN_SERVICES_DRAFT_LINK_TAP_WIRE_H_
 
 #include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "services/engine/draft_model.h"
+#include "services/draft_link/draft_model.h"
 #include "twinspan/v1/drafter.pb.h"
 
 namespace twinspan::rpc {
@@ -24,4 +24,4 @@ absl::StatusOr<engine::TapRows> DecodeTapRows(const v1::Tensor& tensor, v1::DTyp
 
 }  // namespace twinspan::rpc
 
-#endif  // TWINSPAN_SERVICES_ENGINE_GRPC_TAP_WIRE_H_
+#endif  // TWINSPAN_SERVICES_DRAFT_LINK_TAP_WIRE_H_

@@ -1,4 +1,4 @@
-#include "services/engine/draft_proposal.h"
+#include "services/draft_link/draft_proposal.h"
 
 #include <algorithm>
 

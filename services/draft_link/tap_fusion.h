@@ -1,8 +1,8 @@
 // What a target needs to send fused tap rows: the drafter's fc + hidden_norm applied on the
 // target's side of the split (DESIGN.md "Bytes per round": 5x fewer bytes for five taps).
 // TapFuser (tap_fuser.h) implements it from the drafter checkpoint.
-#ifndef TWINSPAN_SERVICES_ENGINE_TAP_FUSION_H_
-#define TWINSPAN_SERVICES_ENGINE_TAP_FUSION_H_
+#ifndef TWINSPAN_SERVICES_DRAFT_LINK_TAP_FUSION_H_
+#define TWINSPAN_SERVICES_DRAFT_LINK_TAP_FUSION_H_
 
 #include <cstdint>
 #include <string>
@@ -28,4 +28,4 @@ class TapFusion {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_TAP_FUSION_H_
+#endif  // TWINSPAN_SERVICES_DRAFT_LINK_TAP_FUSION_H_

@@ -2,8 +2,8 @@
 // them (DFlash2's best-first tree over its selector's candidates). Rows of the verify window are
 // [pending, ids[0], ids[1], ...]; in a tree, ids[i] follows window row parents[i] (0: the pending
 // token, j: ids[j - 1]), an earlier row, so the window's rows are in an order the target can run.
-#ifndef TWINSPAN_SERVICES_ENGINE_DRAFT_PROPOSAL_H_
-#define TWINSPAN_SERVICES_ENGINE_DRAFT_PROPOSAL_H_
+#ifndef TWINSPAN_SERVICES_DRAFT_LINK_DRAFT_PROPOSAL_H_
+#define TWINSPAN_SERVICES_DRAFT_LINK_DRAFT_PROPOSAL_H_
 
 #include <cstdint>
 #include <vector>
@@ -37,4 +37,4 @@ struct DraftProposal {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_DRAFT_PROPOSAL_H_
+#endif  // TWINSPAN_SERVICES_DRAFT_LINK_DRAFT_PROPOSAL_H_

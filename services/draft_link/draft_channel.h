@@ -1,8 +1,8 @@
 // The engine's link to a drafter. Two implementations: InProcessDraftChannel (calls a DraftModel
 // on the caller's thread) and GrpcDraftChannel (one bidirectional Draft stream). Every message
 // carries the stream id and, for commits and proposals, the round, so stale answers are dropped.
-#ifndef TWINSPAN_SERVICES_ENGINE_DRAFT_CHANNEL_H_
-#define TWINSPAN_SERVICES_ENGINE_DRAFT_CHANNEL_H_
+#ifndef TWINSPAN_SERVICES_DRAFT_LINK_DRAFT_CHANNEL_H_
+#define TWINSPAN_SERVICES_DRAFT_LINK_DRAFT_CHANNEL_H_
 
 #include <cstdint>
 #include <string>
@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "services/engine/draft_model.h"
+#include "services/draft_link/draft_model.h"
 
 namespace twinspan::engine {
 
@@ -60,4 +60,4 @@ class DraftChannel {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_DRAFT_CHANNEL_H_
+#endif  // TWINSPAN_SERVICES_DRAFT_LINK_DRAFT_CHANNEL_H_

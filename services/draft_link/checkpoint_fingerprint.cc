@@ -1,4 +1,4 @@
-#include "services/engine/checkpoint_fingerprint.h"
+#include "services/draft_link/checkpoint_fingerprint.h"
 
 #include <algorithm>
 #include <filesystem>

@@ -3,15 +3,15 @@
 // The walk starts at the root (the pending token); while a draft below the current row equals the
 // row's draw, it steps there. So the emitted tokens are plain decoding's, bit for bit, for chains
 // and trees alike, greedy or sampled: drafts only decide how many come out of one round.
-#ifndef TWINSPAN_SERVICES_ENGINE_ACCEPT_WALK_H_
-#define TWINSPAN_SERVICES_ENGINE_ACCEPT_WALK_H_
+#ifndef TWINSPAN_SERVICES_DRAFT_LINK_ACCEPT_WALK_H_
+#define TWINSPAN_SERVICES_DRAFT_LINK_ACCEPT_WALK_H_
 
 #include <cstdint>
 #include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "services/engine/draft_proposal.h"
+#include "services/draft_link/draft_proposal.h"
 
 namespace twinspan::engine {
 
@@ -34,4 +34,4 @@ absl::StatusOr<AcceptedPath> WalkAccepted(const DraftProposal& proposal, const R
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_ACCEPT_WALK_H_
+#endif  // TWINSPAN_SERVICES_DRAFT_LINK_ACCEPT_WALK_H_
