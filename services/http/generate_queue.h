@@ -10,8 +10,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "services/engine/grpc/cancel_hook.h"
-#include "services/engine/grpc/serving_backend.h"
+#include "services/rpc/cancel_hook.h"
+#include "services/rpc/serving_backend.h"
 
 namespace twinspan::http {
 

@@ -13,8 +13,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "services/engine/grpc/serving_backend.h"
 #include "services/http/http_server.h"
+#include "services/rpc/serving_backend.h"
 
 namespace twinspan::http {
 

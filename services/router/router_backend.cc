@@ -8,7 +8,7 @@
 #include "absl/time/clock.h"
 #include "common/metrics/serving_metrics.h"
 #include "grpcpp/grpcpp.h"
-#include "services/engine/grpc/status_mapping.h"
+#include "services/rpc/status_mapping.h"
 #include "spdlog/spdlog.h"
 
 namespace twinspan::router {

@@ -13,8 +13,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "services/engine/grpc/serving_backend.h"
 #include "services/router/router_config.h"
+#include "services/rpc/serving_backend.h"
 #include "services/security/channel_security.h"
 #include "twinspan/v1/serving.grpc.pb.h"
 

@@ -12,9 +12,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
-#include "services/engine/grpc/grpc_draft_channel.h"
 #include "services/engine/in_process_draft_channel.h"
 #include "services/engine/lane_engine.h"
+#include "services/target/server/grpc_draft_channel.h"
 #include "tests/integration/toy_models.h"
 #include "tests/testing/summary_sink.h"
 

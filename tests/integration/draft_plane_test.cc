@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "services/engine/grpc/drafter_service.h"
-#include "services/engine/grpc/grpc_draft_channel.h"
-#include "services/engine/grpc/server_runner.h"
+#include "services/drafter/server/drafter_service.h"
 #include "services/engine/lane_engine.h"
+#include "services/rpc/server_runner.h"
+#include "services/target/server/grpc_draft_channel.h"
 #include "tests/integration/toy_models.h"
 #include "tests/testing/summary_sink.h"
 

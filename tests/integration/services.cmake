@@ -9,14 +9,15 @@ twinspan_test(engine_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/engine_test.cc
   LIBS twinspan_engine twinspan_toy_models twinspan_structured LABELS integration services)
 twinspan_test(engine_context_copy_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/engine_context_copy_test.cc
   LIBS twinspan_engine twinspan_toy_models LABELS integration services)
-if(TARGET twinspan_rpc)
+if(TARGET twinspan_grpc_draft_channel)
   twinspan_test(draft_faults_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/draft_faults_test.cc
-    LIBS twinspan_rpc twinspan_toy_models LABELS integration services)
+    LIBS twinspan_grpc_draft_channel twinspan_toy_models LABELS integration services)
 endif()
 
-if(TARGET twinspan_rpc)
+if(TARGET twinspan_grpc_draft_channel AND TARGET twinspan_drafter_service)
   twinspan_test(draft_plane_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/draft_plane_test.cc
-    LIBS twinspan_rpc twinspan_toy_models LABELS integration services)
+    LIBS twinspan_grpc_draft_channel twinspan_drafter_service twinspan_toy_models
+    LABELS integration services)
 endif()
 
 # Real processes on loopback, driven by a Python client generated from the protos.

@@ -8,8 +8,8 @@
 #include "common/metrics/serving_metrics.h"
 #include "kernels/cpu/parallel.h"
 #include "services/drafter/server/drafter_adapter.h"
-#include "services/engine/grpc/drafter_service.h"
-#include "services/engine/grpc/server_runner.h"
+#include "services/drafter/server/drafter_service.h"
+#include "services/rpc/server_runner.h"
 #include "services/security/security_flags.h"
 #include "spdlog/spdlog.h"
 

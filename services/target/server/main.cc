@@ -6,8 +6,8 @@
 
 #include "CLI/CLI.hpp"
 #include "services/drafter/server/drafter_adapter.h"
-#include "services/engine/grpc/server_runner.h"
-#include "services/engine/grpc/serving_service.h"
+#include "services/rpc/server_runner.h"
+#include "services/rpc/serving_service.h"
 #include "services/target/server/target_flags.h"
 #include "services/target/server/target_process.h"
 #include "spdlog/spdlog.h"

@@ -8,8 +8,8 @@
 
 #include "absl/status/statusor.h"
 #include "services/engine/engine_request.h"
-#include "services/engine/grpc/serving_backend.h"
 #include "services/engine/text_codec.h"
+#include "services/rpc/serving_backend.h"
 #include "twinspan/v1/serving.pb.h"
 
 namespace twinspan::serving {

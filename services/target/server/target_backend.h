@@ -5,9 +5,9 @@
 
 #include <string>
 
-#include "services/engine/grpc/serving_backend.h"
 #include "services/engine/lane_engine.h"
 #include "services/engine/text_codec.h"
+#include "services/rpc/serving_backend.h"
 #include "services/structured/grammar_constraint.h"
 #include "services/target/server/request_parser.h"
 

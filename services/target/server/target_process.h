@@ -11,7 +11,7 @@
 #include "common/metrics/metrics_http.h"
 #include "common/metrics/serving_metrics.h"
 #include "prometheus/registry.h"
-#include "services/engine/grpc/server_runner.h"
+#include "services/rpc/server_runner.h"
 #include "services/security/security_flags.h"
 #include "services/target/server/target_flags.h"
 #include "services/target/server/target_stack.h"

@@ -1,4 +1,4 @@
-#include "services/engine/grpc/server_runner.h"
+#include "services/rpc/server_runner.h"
 
 #include <signal.h>
 

@@ -1,7 +1,7 @@
 // twinspan.v1.Drafter on gRPC's callback API: each Draft stream is one target connection; its
 // streams get their own DraftSession. Work runs on one thread per connection, not on gRPC's.
-#ifndef TWINSPAN_SERVICES_ENGINE_GRPC_DRAFTER_SERVICE_H_
-#define TWINSPAN_SERVICES_ENGINE_GRPC_DRAFTER_SERVICE_H_
+#ifndef TWINSPAN_SERVICES_DRAFTER_SERVER_DRAFTER_SERVICE_H_
+#define TWINSPAN_SERVICES_DRAFTER_SERVER_DRAFTER_SERVICE_H_
 
 #include <atomic>
 
@@ -41,4 +41,4 @@ class DrafterService final : public v1::Drafter::CallbackService {
 
 }  // namespace twinspan::rpc
 
-#endif  // TWINSPAN_SERVICES_ENGINE_GRPC_DRAFTER_SERVICE_H_
+#endif  // TWINSPAN_SERVICES_DRAFTER_SERVER_DRAFTER_SERVICE_H_

@@ -1,7 +1,7 @@
 // What every Twinspan server process does the same way: gRPC server with health checking and
 // reflection, explicit message-size limits, /metrics, SIGTERM drain, and spdlog set up per role.
-#ifndef TWINSPAN_SERVICES_ENGINE_GRPC_SERVER_RUNNER_H_
-#define TWINSPAN_SERVICES_ENGINE_GRPC_SERVER_RUNNER_H_
+#ifndef TWINSPAN_SERVICES_RPC_SERVER_RUNNER_H_
+#define TWINSPAN_SERVICES_RPC_SERVER_RUNNER_H_
 
 #include <functional>
 #include <memory>
@@ -60,4 +60,4 @@ void AnnounceListening(const std::string& role, int grpc_port, int metrics_port,
 
 }  // namespace twinspan::rpc
 
-#endif  // TWINSPAN_SERVICES_ENGINE_GRPC_SERVER_RUNNER_H_
+#endif  // TWINSPAN_SERVICES_RPC_SERVER_RUNNER_H_

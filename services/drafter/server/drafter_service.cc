@@ -1,4 +1,4 @@
-#include "services/engine/grpc/drafter_service.h"
+#include "services/drafter/server/drafter_service.h"
 
 #include <condition_variable>
 #include <deque>
@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "services/engine/grpc/draft_request_handler.h"
-#include "services/engine/grpc/status_mapping.h"
-#include "services/engine/grpc/write_queue.h"
+#include "services/drafter/server/draft_request_handler.h"
+#include "services/rpc/status_mapping.h"
+#include "services/rpc/write_queue.h"
 #include "spdlog/spdlog.h"
 
 namespace twinspan::rpc {

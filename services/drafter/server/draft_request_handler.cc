@@ -1,4 +1,4 @@
-#include "services/engine/grpc/draft_request_handler.h"
+#include "services/drafter/server/draft_request_handler.h"
 
 #include <algorithm>
 #include <utility>

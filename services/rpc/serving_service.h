@@ -1,11 +1,11 @@
 // twinspan.v1.Serving on gRPC's callback API, forwarding to a ServingBackend.
-#ifndef TWINSPAN_SERVICES_ENGINE_GRPC_SERVING_SERVICE_H_
-#define TWINSPAN_SERVICES_ENGINE_GRPC_SERVING_SERVICE_H_
+#ifndef TWINSPAN_SERVICES_RPC_SERVING_SERVICE_H_
+#define TWINSPAN_SERVICES_RPC_SERVING_SERVICE_H_
 
 #include <atomic>
 
 #include "absl/time/time.h"
-#include "services/engine/grpc/serving_backend.h"
+#include "services/rpc/serving_backend.h"
 #include "twinspan/v1/serving.grpc.pb.h"
 
 namespace twinspan::rpc {
@@ -51,4 +51,4 @@ std::string RequestIdOf(const grpc::CallbackServerContext& context, const std::s
 
 }  // namespace twinspan::rpc
 
-#endif  // TWINSPAN_SERVICES_ENGINE_GRPC_SERVING_SERVICE_H_
+#endif  // TWINSPAN_SERVICES_RPC_SERVING_SERVICE_H_

@@ -1,7 +1,7 @@
 // The one-shot cancel hook of a GenerateWriter: the hook runs once, whether it is registered
 // before or after the cancel.
-#ifndef TWINSPAN_SERVICES_ENGINE_GRPC_CANCEL_HOOK_H_
-#define TWINSPAN_SERVICES_ENGINE_GRPC_CANCEL_HOOK_H_
+#ifndef TWINSPAN_SERVICES_RPC_CANCEL_HOOK_H_
+#define TWINSPAN_SERVICES_RPC_CANCEL_HOOK_H_
 
 #include <atomic>
 #include <functional>
@@ -31,4 +31,4 @@ class CancelHook {
 
 }  // namespace twinspan::rpc
 
-#endif  // TWINSPAN_SERVICES_ENGINE_GRPC_CANCEL_HOOK_H_
+#endif  // TWINSPAN_SERVICES_RPC_CANCEL_HOOK_H_

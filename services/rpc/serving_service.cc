@@ -1,4 +1,4 @@
-#include "services/engine/grpc/serving_service.h"
+#include "services/rpc/serving_service.h"
 
 #include <algorithm>
 #include <deque>
@@ -11,8 +11,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "grpcpp/alarm.h"
-#include "services/engine/grpc/cancel_hook.h"
-#include "services/engine/grpc/status_mapping.h"
+#include "services/rpc/cancel_hook.h"
+#include "services/rpc/status_mapping.h"
 #include "spdlog/spdlog.h"
 
 namespace twinspan::rpc {

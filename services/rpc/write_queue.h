@@ -1,8 +1,8 @@
 // One gRPC stream's outgoing messages: gRPC allows a single write in flight, producers may run on
 // any thread. `start` runs under the queue's (recursive) lock so that after Break() returns no new
 // write can begin; a reaction that gRPC runs inline re-enters safely.
-#ifndef TWINSPAN_SERVICES_ENGINE_GRPC_WRITE_QUEUE_H_
-#define TWINSPAN_SERVICES_ENGINE_GRPC_WRITE_QUEUE_H_
+#ifndef TWINSPAN_SERVICES_RPC_WRITE_QUEUE_H_
+#define TWINSPAN_SERVICES_RPC_WRITE_QUEUE_H_
 
 #include <deque>
 #include <functional>
@@ -82,4 +82,4 @@ class WriteQueue {
 
 }  // namespace twinspan::rpc
 
-#endif  // TWINSPAN_SERVICES_ENGINE_GRPC_WRITE_QUEUE_H_
+#endif  // TWINSPAN_SERVICES_RPC_WRITE_QUEUE_H_

@@ -1,4 +1,4 @@
-#include "services/engine/grpc/status_mapping.h"
+#include "services/rpc/status_mapping.h"
 
 #include <string>
 

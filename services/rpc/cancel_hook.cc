@@ -1,4 +1,4 @@
-#include "services/engine/grpc/cancel_hook.h"
+#include "services/rpc/cancel_hook.h"
 
 #include <utility>
 

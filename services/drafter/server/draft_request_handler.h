@@ -2,8 +2,8 @@
 // (Hello first and once, stream ids, rounds, tap rows in the negotiated form) and answers with
 // HelloAck, Proposal or StreamError replies. DraftConnection (drafter_service.cc) feeds it from
 // gRPC; the drafter link's fuzz target feeds it any bytes.
-#ifndef TWINSPAN_SERVICES_ENGINE_GRPC_DRAFT_REQUEST_HANDLER_H_
-#define TWINSPAN_SERVICES_ENGINE_GRPC_DRAFT_REQUEST_HANDLER_H_
+#ifndef TWINSPAN_SERVICES_DRAFTER_SERVER_DRAFT_REQUEST_HANDLER_H_
+#define TWINSPAN_SERVICES_DRAFTER_SERVER_DRAFT_REQUEST_HANDLER_H_
 
 #include <atomic>
 #include <cstdint>
@@ -92,4 +92,4 @@ class DraftRequestHandler {
 
 }  // namespace twinspan::rpc
 
-#endif  // TWINSPAN_SERVICES_ENGINE_GRPC_DRAFT_REQUEST_HANDLER_H_
+#endif  // TWINSPAN_SERVICES_DRAFTER_SERVER_DRAFT_REQUEST_HANDLER_H_

@@ -1,8 +1,8 @@
 // DraftChannel over one bidirectional twinspan.v1.Drafter/Draft stream. A connector thread keeps
 // the link up: connect, Hello, wait for HelloAck (refusing a drafter built for another checkpoint),
 // and reconnect with backoff after a loss. Each new link is a new epoch.
-#ifndef TWINSPAN_SERVICES_ENGINE_GRPC_GRPC_DRAFT_CHANNEL_H_
-#define TWINSPAN_SERVICES_ENGINE_GRPC_GRPC_DRAFT_CHANNEL_H_
+#ifndef TWINSPAN_SERVICES_TARGET_SERVER_GRPC_DRAFT_CHANNEL_H_
+#define TWINSPAN_SERVICES_TARGET_SERVER_GRPC_DRAFT_CHANNEL_H_
 
 #include <atomic>
 #include <memory>
@@ -111,4 +111,4 @@ class GrpcDraftChannel : public engine::DraftChannel {
 
 }  // namespace twinspan::rpc
 
-#endif  // TWINSPAN_SERVICES_ENGINE_GRPC_GRPC_DRAFT_CHANNEL_H_
+#endif  // TWINSPAN_SERVICES_TARGET_SERVER_GRPC_DRAFT_CHANNEL_H_

@@ -1,4 +1,4 @@
-#include "services/engine/grpc/grpc_draft_channel.h"
+#include "services/target/server/grpc_draft_channel.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,8 +8,8 @@
 #include "common/status.h"
 #include "grpcpp/grpcpp.h"
 #include "services/draft_link/tap_wire.h"
-#include "services/engine/grpc/status_mapping.h"
-#include "services/engine/grpc/write_queue.h"
+#include "services/rpc/status_mapping.h"
+#include "services/rpc/write_queue.h"
 #include "spdlog/spdlog.h"
 #include "twinspan/v1/drafter.grpc.pb.h"
 

@@ -1,7 +1,7 @@
 // What serves the public twinspan.v1.Serving API: the target's engine or the router's forwarder.
 // ServingService turns gRPC callback calls into these methods.
-#ifndef TWINSPAN_SERVICES_ENGINE_GRPC_SERVING_BACKEND_H_
-#define TWINSPAN_SERVICES_ENGINE_GRPC_SERVING_BACKEND_H_
+#ifndef TWINSPAN_SERVICES_RPC_SERVING_BACKEND_H_
+#define TWINSPAN_SERVICES_RPC_SERVING_BACKEND_H_
 
 #include <functional>
 #include <memory>
@@ -56,4 +56,4 @@ class ServingBackend {
 
 }  // namespace twinspan::rpc
 
-#endif  // TWINSPAN_SERVICES_ENGINE_GRPC_SERVING_BACKEND_H_
+#endif  // TWINSPAN_SERVICES_RPC_SERVING_BACKEND_H_

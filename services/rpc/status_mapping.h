@@ -1,6 +1,6 @@
 // absl::Status <-> grpc::Status in one place: the codes are the same numbers, the message is kept.
-#ifndef TWINSPAN_SERVICES_ENGINE_GRPC_STATUS_MAPPING_H_
-#define TWINSPAN_SERVICES_ENGINE_GRPC_STATUS_MAPPING_H_
+#ifndef TWINSPAN_SERVICES_RPC_STATUS_MAPPING_H_
+#define TWINSPAN_SERVICES_RPC_STATUS_MAPPING_H_
 
 #include "absl/status/status.h"
 #include "grpcpp/support/status.h"
@@ -12,4 +12,4 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 
 }  // namespace twinspan::rpc
 
-#endif  // TWINSPAN_SERVICES_ENGINE_GRPC_STATUS_MAPPING_H_
+#endif  // TWINSPAN_SERVICES_RPC_STATUS_MAPPING_H_
