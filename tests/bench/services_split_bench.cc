@@ -17,9 +17,9 @@
 
 #include "benchmark/benchmark.h"
 #include "services/drafter/server/drafter_service.h"
-#include "services/engine/in_process_draft_channel.h"
-#include "services/engine/lane_engine.h"
 #include "services/rpc/server_runner.h"
+#include "services/target/engine/in_process_draft_channel.h"
+#include "services/target/engine/lane_engine.h"
 #include "services/target/server/grpc_draft_channel.h"
 #include "spdlog/spdlog.h"
 #include "tests/integration/toy_models.h"

@@ -18,7 +18,7 @@
 #include "absl/time/clock.h"
 #include "google/protobuf/stubs/logging.h"
 #include "services/drafter/server/draft_request_handler.h"
-#include "services/engine/proposal_box.h"
+#include "services/target/engine/proposal_box.h"
 #include "services/target/server/grpc_draft_channel.h"
 #include "spdlog/spdlog.h"
 #include "tests/integration/toy_models.h"

@@ -7,8 +7,8 @@
 
 #include "gtest/gtest.h"
 #include "services/drafter/server/drafter_service.h"
-#include "services/engine/lane_engine.h"
 #include "services/rpc/server_runner.h"
+#include "services/target/engine/lane_engine.h"
 #include "services/target/server/grpc_draft_channel.h"
 #include "tests/integration/toy_models.h"
 #include "tests/testing/summary_sink.h"

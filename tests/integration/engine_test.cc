@@ -16,12 +16,12 @@
 #include "common/metrics/serving_metrics.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
-#include "services/engine/draft_window.h"
-#include "services/engine/in_process_draft_channel.h"
-#include "services/engine/lane_engine.h"
-#include "services/engine/proposal_box.h"
 #include "services/structured/grammar_constraint.h"
 #include "services/structured/prefix_matcher.h"
+#include "services/target/engine/draft_window.h"
+#include "services/target/engine/in_process_draft_channel.h"
+#include "services/target/engine/lane_engine.h"
+#include "services/target/engine/proposal_box.h"
 #include "tests/integration/toy_models.h"
 
 namespace twinspan::engine {

@@ -14,7 +14,7 @@
 #include "absl/time/time.h"
 #include "services/draft_link/draft_model.h"
 #include "services/draft_link/tap_fusion.h"
-#include "services/engine/verifier_model.h"
+#include "services/target/engine/verifier_model.h"
 
 namespace twinspan::testing {
 

@@ -12,8 +12,8 @@
 #include "prometheus/text_serializer.h"
 #include "services/draft_link/accept_walk.h"
 #include "services/draft_link/draft_proposal.h"
-#include "services/engine/in_process_draft_channel.h"
-#include "services/engine/lane_engine.h"
+#include "services/target/engine/in_process_draft_channel.h"
+#include "services/target/engine/lane_engine.h"
 #include "tests/integration/toy_models.h"
 #include "tests/testing/summary_sink.h"
 

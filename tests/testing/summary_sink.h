@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
-#include "services/engine/engine_request.h"
+#include "services/target/engine/engine_request.h"
 
 namespace twinspan::testing {
 

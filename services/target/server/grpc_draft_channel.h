@@ -14,8 +14,8 @@
 #include "absl/time/time.h"
 #include "services/draft_link/draft_channel.h"
 #include "services/draft_link/tap_fusion.h"
-#include "services/engine/proposal_box.h"
 #include "services/security/channel_security.h"
+#include "services/target/engine/proposal_box.h"
 #include "twinspan/v1/drafter.pb.h"
 
 namespace twinspan::rpc {

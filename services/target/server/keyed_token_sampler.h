@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "services/engine/verifier_model.h"
+#include "services/target/engine/verifier_model.h"
 
 namespace twinspan::serving {
 

@@ -7,9 +7,9 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "services/engine/engine_request.h"
-#include "services/engine/text_codec.h"
 #include "services/rpc/serving_backend.h"
+#include "services/target/engine/engine_request.h"
+#include "services/target/engine/text_codec.h"
 #include "twinspan/v1/serving.pb.h"
 
 namespace twinspan::serving {

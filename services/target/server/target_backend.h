@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "services/engine/lane_engine.h"
-#include "services/engine/text_codec.h"
 #include "services/rpc/serving_backend.h"
 #include "services/structured/grammar_constraint.h"
+#include "services/target/engine/lane_engine.h"
+#include "services/target/engine/text_codec.h"
 #include "services/target/server/request_parser.h"
 
 namespace twinspan::serving {

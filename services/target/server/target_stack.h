@@ -11,8 +11,8 @@
 #include "absl/time/time.h"
 #include "services/draft_link/draft_channel.h"
 #include "services/draft_link/draft_model.h"
-#include "services/engine/lane_engine.h"
 #include "services/security/channel_security.h"
+#include "services/target/engine/lane_engine.h"
 #include "services/target/server/target_backend.h"
 
 namespace twinspan::metrics {

@@ -12,7 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "services/device/logits_sampler.h"
 #include "services/draft_link/tap_fuser.h"
-#include "services/engine/verifier_model.h"
+#include "services/target/engine/verifier_model.h"
 #include "services/target/target_model.h"
 
 namespace twinspan::serving {

@@ -9,7 +9,7 @@
 
 #include "common/tokenizer/chat_template.h"
 #include "common/tokenizer/tokenizer.h"
-#include "services/engine/text_codec.h"
+#include "services/target/engine/text_codec.h"
 
 namespace twinspan::serving {
 

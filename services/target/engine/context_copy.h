@@ -2,8 +2,8 @@
 // (prompt and completion) occurred earlier in it, the tokens that followed that occurrence are
 // proposed as the next draft. Editing or quoting long text repeats long runs of it, which a copy
 // proposes whole, at no model cost.
-#ifndef TWINSPAN_SERVICES_ENGINE_CONTEXT_COPY_H_
-#define TWINSPAN_SERVICES_ENGINE_CONTEXT_COPY_H_
+#ifndef TWINSPAN_SERVICES_TARGET_ENGINE_CONTEXT_COPY_H_
+#define TWINSPAN_SERVICES_TARGET_ENGINE_CONTEXT_COPY_H_
 
 #include <cstdint>
 #include <vector>
@@ -41,4 +41,4 @@ class ContextCopyIndex {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_CONTEXT_COPY_H_
+#endif  // TWINSPAN_SERVICES_TARGET_ENGINE_CONTEXT_COPY_H_

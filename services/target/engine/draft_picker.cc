@@ -1,4 +1,4 @@
-#include "services/engine/draft_picker.h"
+#include "services/target/engine/draft_picker.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "services/engine/draft_window.h"
+#include "services/target/engine/draft_window.h"
 
 #include <algorithm>
 #include <cmath>

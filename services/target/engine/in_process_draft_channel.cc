@@ -1,4 +1,4 @@
-#include "services/engine/in_process_draft_channel.h"
+#include "services/target/engine/in_process_draft_channel.h"
 
 #include <utility>
 

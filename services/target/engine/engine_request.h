@@ -1,7 +1,7 @@
 // A generation request as the lane engine sees it (ids in, ids out), the sink its results go to,
 // and the summary that ends a stream.
-#ifndef TWINSPAN_SERVICES_ENGINE_ENGINE_REQUEST_H_
-#define TWINSPAN_SERVICES_ENGINE_ENGINE_REQUEST_H_
+#ifndef TWINSPAN_SERVICES_TARGET_ENGINE_ENGINE_REQUEST_H_
+#define TWINSPAN_SERVICES_TARGET_ENGINE_ENGINE_REQUEST_H_
 
 #include <cstdint>
 #include <memory>
@@ -11,8 +11,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "services/engine/verifier_model.h"
 #include "services/structured/token_constraint.h"
+#include "services/target/engine/verifier_model.h"
 
 namespace twinspan::engine {
 
@@ -81,4 +81,4 @@ class StreamSink {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_ENGINE_REQUEST_H_
+#endif  // TWINSPAN_SERVICES_TARGET_ENGINE_ENGINE_REQUEST_H_

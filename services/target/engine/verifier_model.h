@@ -2,8 +2,8 @@
 // and commit a kept prefix, plus a row sampler. TargetVerifier adapts target::TargetModel to it
 // (and on a GPU samples the rows and keeps the taps where the logits are); tests use small
 // deterministic models.
-#ifndef TWINSPAN_SERVICES_ENGINE_VERIFIER_MODEL_H_
-#define TWINSPAN_SERVICES_ENGINE_VERIFIER_MODEL_H_
+#ifndef TWINSPAN_SERVICES_TARGET_ENGINE_VERIFIER_MODEL_H_
+#define TWINSPAN_SERVICES_TARGET_ENGINE_VERIFIER_MODEL_H_
 
 #include <cstdint>
 #include <functional>
@@ -203,4 +203,4 @@ class TokenSampler {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_VERIFIER_MODEL_H_
+#endif  // TWINSPAN_SERVICES_TARGET_ENGINE_VERIFIER_MODEL_H_

@@ -1,4 +1,4 @@
-#include "services/engine/proposal_box.h"
+#include "services/target/engine/proposal_box.h"
 
 #include <utility>
 

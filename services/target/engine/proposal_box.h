@@ -1,7 +1,7 @@
 // Mailbox between the transport that delivers proposals and the engine thread that awaits them.
 // Keeps only the newest answer per stream; an answer for a round nobody waits for is dropped.
-#ifndef TWINSPAN_SERVICES_ENGINE_PROPOSAL_BOX_H_
-#define TWINSPAN_SERVICES_ENGINE_PROPOSAL_BOX_H_
+#ifndef TWINSPAN_SERVICES_TARGET_ENGINE_PROPOSAL_BOX_H_
+#define TWINSPAN_SERVICES_TARGET_ENGINE_PROPOSAL_BOX_H_
 
 #include <cstdint>
 #include <map>
@@ -49,4 +49,4 @@ bool UsableProposal(const std::vector<uint32_t>& ids, int vocab_size, int block_
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_PROPOSAL_BOX_H_
+#endif  // TWINSPAN_SERVICES_TARGET_ENGINE_PROPOSAL_BOX_H_

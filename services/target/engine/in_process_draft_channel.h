@@ -1,6 +1,6 @@
 // DraftChannel that runs a DraftModel on the caller's thread: the single-process mode and tests.
-#ifndef TWINSPAN_SERVICES_ENGINE_IN_PROCESS_DRAFT_CHANNEL_H_
-#define TWINSPAN_SERVICES_ENGINE_IN_PROCESS_DRAFT_CHANNEL_H_
+#ifndef TWINSPAN_SERVICES_TARGET_ENGINE_IN_PROCESS_DRAFT_CHANNEL_H_
+#define TWINSPAN_SERVICES_TARGET_ENGINE_IN_PROCESS_DRAFT_CHANNEL_H_
 
 #include <atomic>
 #include <map>
@@ -8,7 +8,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "services/draft_link/draft_channel.h"
-#include "services/engine/proposal_box.h"
+#include "services/target/engine/proposal_box.h"
 
 namespace twinspan::engine {
 
@@ -41,4 +41,4 @@ class InProcessDraftChannel : public DraftChannel {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_IN_PROCESS_DRAFT_CHANNEL_H_
+#endif  // TWINSPAN_SERVICES_TARGET_ENGINE_IN_PROCESS_DRAFT_CHANNEL_H_

@@ -1,4 +1,4 @@
-#include "services/engine/context_copy.h"
+#include "services/target/engine/context_copy.h"
 
 #include <algorithm>
 

@@ -3,8 +3,8 @@
 // the ones before matched) is expected to yield p + p^2 + ... + p^k accepted tokens; p is
 // estimated per source from the stream's own rounds, including what the proposal that was not
 // verified would have accepted (its tokens against the ones the target emitted).
-#ifndef TWINSPAN_SERVICES_ENGINE_DRAFT_PICKER_H_
-#define TWINSPAN_SERVICES_ENGINE_DRAFT_PICKER_H_
+#ifndef TWINSPAN_SERVICES_TARGET_ENGINE_DRAFT_PICKER_H_
+#define TWINSPAN_SERVICES_TARGET_ENGINE_DRAFT_PICKER_H_
 
 #include <array>
 #include <cstdint>
@@ -47,4 +47,4 @@ class DraftPicker {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_DRAFT_PICKER_H_
+#endif  // TWINSPAN_SERVICES_TARGET_ENGINE_DRAFT_PICKER_H_

@@ -1,4 +1,4 @@
-#include "services/engine/lane_engine.h"
+#include "services/target/engine/lane_engine.h"
 
 #include <algorithm>
 #include <optional>
@@ -10,9 +10,9 @@
 #include "common/status.h"
 #include "kernels/cpu/mask_logits.h"
 #include "services/draft_link/accept_walk.h"
-#include "services/engine/context_copy.h"
-#include "services/engine/draft_picker.h"
-#include "services/engine/proposal_box.h"
+#include "services/target/engine/context_copy.h"
+#include "services/target/engine/draft_picker.h"
+#include "services/target/engine/proposal_box.h"
 #include "spdlog/spdlog.h"
 
 namespace twinspan::engine {

@@ -1,4 +1,4 @@
-#include "services/engine/engine_request.h"
+#include "services/target/engine/engine_request.h"
 
 namespace twinspan::engine {
 

@@ -6,8 +6,8 @@
 // are admitted between rounds. A drafter that fails or misses the deadline only costs drafts: the
 // tokens are those of plain decoding. Aborts, cancels and request deadlines are checked between
 // rounds and between prefill chunks, and cut a round's wait for proposals short.
-#ifndef TWINSPAN_SERVICES_ENGINE_LANE_ENGINE_H_
-#define TWINSPAN_SERVICES_ENGINE_LANE_ENGINE_H_
+#ifndef TWINSPAN_SERVICES_TARGET_ENGINE_LANE_ENGINE_H_
+#define TWINSPAN_SERVICES_TARGET_ENGINE_LANE_ENGINE_H_
 
 #include <cstdint>
 #include <deque>
@@ -24,9 +24,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "services/draft_link/draft_channel.h"
-#include "services/engine/draft_window.h"
-#include "services/engine/engine_request.h"
-#include "services/engine/verifier_model.h"
+#include "services/target/engine/draft_window.h"
+#include "services/target/engine/engine_request.h"
+#include "services/target/engine/verifier_model.h"
 
 namespace twinspan::metrics {
 class ServingMetrics;
@@ -151,4 +151,4 @@ class LaneEngine {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_LANE_ENGINE_H_
+#endif  // TWINSPAN_SERVICES_TARGET_ENGINE_LANE_ENGINE_H_

@@ -3,8 +3,8 @@
 // Where extra verify rows cost little (a GPU) every proposal is worth checking; on a CPU a 16-row
 // verify of the demo pair costs about 2.5 plain steps (demo_round_bench), so a stream whose drafts
 // keep failing early verifies fewer of them.
-#ifndef TWINSPAN_SERVICES_ENGINE_DRAFT_WINDOW_H_
-#define TWINSPAN_SERVICES_ENGINE_DRAFT_WINDOW_H_
+#ifndef TWINSPAN_SERVICES_TARGET_ENGINE_DRAFT_WINDOW_H_
+#define TWINSPAN_SERVICES_TARGET_ENGINE_DRAFT_WINDOW_H_
 
 #include <string>
 
@@ -57,4 +57,4 @@ class DraftWindow {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_DRAFT_WINDOW_H_
+#endif  // TWINSPAN_SERVICES_TARGET_ENGINE_DRAFT_WINDOW_H_

@@ -1,7 +1,7 @@
 // Text <-> ids for the serving layer: encoding, chat templates and UTF-8-safe streaming decode.
 // TokenizerCodec adapts common/tokenizer to it.
-#ifndef TWINSPAN_SERVICES_ENGINE_TEXT_CODEC_H_
-#define TWINSPAN_SERVICES_ENGINE_TEXT_CODEC_H_
+#ifndef TWINSPAN_SERVICES_TARGET_ENGINE_TEXT_CODEC_H_
+#define TWINSPAN_SERVICES_TARGET_ENGINE_TEXT_CODEC_H_
 
 #include <cstdint>
 #include <memory>
@@ -51,4 +51,4 @@ class TextCodec {
 
 }  // namespace twinspan::engine
 
-#endif  // TWINSPAN_SERVICES_ENGINE_TEXT_CODEC_H_
+#endif  // TWINSPAN_SERVICES_TARGET_ENGINE_TEXT_CODEC_H_
