@@ -13,7 +13,6 @@
 namespace twinspan::engine {
 namespace {
 
-constexpr size_t kFloat = sizeof(float);
 constexpr int64_t kHostChunkRows = 256;  // rows staged per host Fuse step
 
 }  // namespace
@@ -48,15 +47,16 @@ absl::StatusOr<std::unique_ptr<TapFuser>> TapFuser::Open(const std::string& draf
   return fuser;
 }
 
+TapFusionWeights TapFuser::weights() const {
+  return {fc_.get(), hidden_norm_->floats(), eps_, raw_width_, hidden_};
+}
+
 absl::Status TapFuser::FuseOnBackend(const float* raw, int64_t rows, float* fused) const {
   if (rows < 0) {
     return absl::InvalidArgumentError(absl::StrCat("TapFuser: rows = ", rows, " is negative"));
   }
   if (rows == 0) return absl::OkStatus();
-  // Exactly DrafterModel::FuseTaps: fc, then hidden_norm in place.
-  ABSL_RETURN_IF_ERROR(backend_->Linear(raw, raw_width_, rows, *fc_, fused, hidden_));
-  return backend_->RmsNorm(fused, hidden_, rows, hidden_, hidden_norm_->floats(), eps_, fused,
-                           hidden_);
+  return FuseTapRows(*backend_, weights(), raw, rows, fused);
 }
 
 absl::Status TapFuser::Fuse(const float* raw, int64_t rows, float* fused) const {
@@ -70,13 +70,7 @@ absl::Status TapFuser::Fuse(const float* raw, int64_t rows, float* fused) const 
                         backend_->AllocateFloats(chunk * raw_width_));
   ABSL_ASSIGN_OR_RETURN(std::unique_ptr<backend::Buffer> out,
                         backend_->AllocateFloats(chunk * hidden_));
-  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-    const int64_t n = std::min(chunk, rows - r0);
-    ABSL_RETURN_IF_ERROR(backend_->Upload(*in, 0, raw + r0 * raw_width_, n * raw_width_ * kFloat));
-    ABSL_RETURN_IF_ERROR(FuseOnBackend(in->floats(), n, out->floats()));
-    ABSL_RETURN_IF_ERROR(backend_->Download(fused + r0 * hidden_, *out, 0, n * hidden_ * kFloat));
-  }
-  return absl::OkStatus();
+  return FuseHostTapRows(*backend_, weights(), raw, rows, fused, *in, *out, chunk);
 }
 
 }  // namespace twinspan::engine

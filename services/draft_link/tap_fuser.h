@@ -1,9 +1,9 @@
 // The target-side half of fused taps: loads only `fc` and `hidden_norm.weight` (and config.json)
 // of a DFlash / DFlash2 drafter checkpoint, uploads them to the target's backend and applies them
-// there with the backend ops, in the order, of drafter::DrafterModel::FuseTaps (Linear, then
-// RmsNorm in place). On the CPU backend the drafter's context is therefore bit for bit the one it
-// would have built from raw rows; on a GPU the target fuses where its taps are and sends the fused
-// rows (10 KB a row for the 27B instead of 51 KB raw bf16).
+// there with FuseTapRows (fuse_tap_rows.h), the function the drafter fuses its raw rows with. On
+// the CPU backend the drafter's context is therefore bit for bit the one it would have built from
+// raw rows; on a GPU the target fuses where its taps are and sends the fused rows (10 KB a row for
+// the 27B instead of 51 KB raw bf16).
 #ifndef TWINSPAN_SERVICES_DRAFT_LINK_TAP_FUSER_H_
 #define TWINSPAN_SERVICES_DRAFT_LINK_TAP_FUSER_H_
 
@@ -17,6 +17,7 @@
 #include "common/safetensors/checkpoint.h"
 #include "kernels/backend/backend.h"
 #include "kernels/cpu/linear.h"
+#include "services/draft_link/fuse_tap_rows.h"
 #include "services/draft_link/tap_fusion.h"
 #include "services/weights/drafter_linear.h"
 
@@ -52,6 +53,7 @@ class TapFuser : public TapFusion {
 
  private:
   TapFuser() = default;
+  TapFusionWeights weights() const;
 
   backend::Backend* backend_ = nullptr;
   std::unique_ptr<const Checkpoint> checkpoint_;  // what a CPU backend's weights may point into

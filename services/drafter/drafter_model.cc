@@ -133,15 +133,9 @@ absl::Status DrafterModel::FuseTaps(const float* raw, int64_t rows, float* fused
   if (rows < 0) {
     return absl::InvalidArgumentError(absl::StrFormat("FuseTaps: rows = %d is negative", rows));
   }
-  const int64_t h = config_.hidden_size, width = config_.num_taps() * h;
   absl::MutexLock lock(&mu_);
-  for (int64_t r0 = 0; r0 < rows; r0 += kScratchRows) {
-    const int64_t n = std::min(kScratchRows, rows - r0);
-    ABSL_RETURN_IF_ERROR(backend_->Upload(*scratch_.raw, 0, raw + r0 * width, n * width * kFloat));
-    ABSL_RETURN_IF_ERROR(FuseLocked(n));
-    ABSL_RETURN_IF_ERROR(backend_->Download(fused + r0 * h, *scratch_.fused, 0, n * h * kFloat));
-  }
-  return absl::OkStatus();
+  return engine::FuseHostTapRows(*backend_, FusionWeights(), raw, rows, fused, *scratch_.raw,
+                                 *scratch_.fused, kScratchRows);
 }
 
 absl::Status DrafterModel::AppendContext(DraftStream& stream, const float* fused,
@@ -188,13 +182,15 @@ absl::Status DrafterModel::AppendTapsLocked(DraftStream& stream, TapForm form, c
   return absl::OkStatus();
 }
 
-absl::Status DrafterModel::FuseLocked(int64_t rows) const {
+engine::TapFusionWeights DrafterModel::FusionWeights() const {
   const int64_t h = config_.hidden_size;
-  float* fused = scratch_.fused->floats();
-  ABSL_RETURN_IF_ERROR(backend_->Linear(scratch_.raw->floats(), config_.num_taps() * h, rows,
-                                        *device_.fc, fused, h));
-  return backend_->RmsNorm(fused, h, rows, h, device_.hidden_norm->floats(), config_.rms_norm_eps,
-                           fused, h);
+  return {device_.fc.get(), device_.hidden_norm->floats(), config_.rms_norm_eps,
+          config_.num_taps() * h, h};
+}
+
+absl::Status DrafterModel::FuseLocked(int64_t rows) const {
+  return engine::FuseTapRows(*backend_, FusionWeights(), scratch_.raw->floats(), rows,
+                             scratch_.fused->floats());
 }
 
 absl::Status DrafterModel::AppendFusedLocked(DraftStream& stream, int64_t rows) const {

@@ -25,6 +25,7 @@
 #include "kernels/backend/backend.h"
 #include "kernels/cpu/kv_cache.h"
 #include "kernels/cpu/parallel.h"
+#include "services/draft_link/fuse_tap_rows.h"
 #include "services/drafter/context_block.h"
 #include "services/drafter/draft_stream.h"
 #include "services/drafter/drafter_device_weights.h"
@@ -148,6 +149,8 @@ class DrafterModel {
   DrafterModel(DrafterConfig config, DrafterWeights weights, const DrafterModelOptions& options)
       : config_(std::move(config)), weights_(std::move(weights)), options_(options) {}
 
+  // fc and hidden_norm as uploaded, for FuseTapRows (the target's TapFuser runs the same step).
+  engine::TapFusionWeights FusionWeights() const;
   // fused <- hidden_norm(fc(raw)) for `rows` <= kScratchRows rows already in scratch_.raw.
   absl::Status FuseLocked(int64_t rows) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Appends `rows` <= kScratchRows rows of scratch_.fused at the stream's end.
