@@ -241,7 +241,8 @@ __device__ __forceinline__ int XsOffset(int row, int col, int ng) {
 __device__ __forceinline__ int WgmmaXsOffset(int row, int col) {
   return (row >> 3) * 64 + ((col & 15) >> 3) * 32 + (row & 7) * 4 + ((col & 7) >> 1);
 }
-constexpr int kWgmmaXsWordsPerKtile = 256 * 16 / 2;
+constexpr int kWgmmaRows = 256;  // Rows of a wgmma tile: N of one wgmma.m64n256k16.
+constexpr int kWgmmaXsWordsPerKtile = kWgmmaRows * 16 / 2;
 
 // Writes the B fragments of k-tiles [tk_lo, tk_hi) for rows 0..8*ng-1 (zeros from row m) to xs
 // (kWgmma: in the wgmma layout, as rows row0.. of its 256). Called by whole warps; warp `w` of

@@ -55,6 +55,20 @@ __device__ __forceinline__ uint64_t EvictNormalPolicy() {
   return policy;
 }
 
+// With several work units a tile: whether this block is the tile's last unit to finish (it then
+// runs the tile's epilogue over every unit's partials), counted on `counter`, which is left zero.
+// The whole block calls it; `flag` is a shared int.
+__device__ __forceinline__ bool LastUnitOfTile(int* counter, int units, int* flag) {
+  __threadfence();  // Release: this unit's partials before its count.
+  __syncthreads();
+  if (threadIdx.x == 0) *flag = atomicAdd(counter, 1) == units - 1;
+  __syncthreads();
+  if (!*flag) return false;
+  __threadfence();                     // Acquire side of the other units' fences.
+  if (threadIdx.x == 0) *counter = 0;  // Counted out: ready for the next launch.
+  return true;
+}
+
 // xs of the prompt path: [row group of the launch][k-tile][64 words], each k-tile's words the B
 // fragment of one 8-row group (lane * 2 + {b0, b1}); or, kWgmma, [256-row tile][k-tile][2,048
 // words] in the wgmma layout (WgmmaXsOffset). Rows past the last hold zeros.
@@ -71,8 +85,10 @@ __global__ void __launch_bounds__(32 * kWarps)
   const int w = static_cast<int>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
   const int warps = static_cast<int>(gridDim.x) * kWarps;
   if constexpr (kWgmma)
-    RotateRange<8, true>(q, 1, 0, kt, xs + static_cast<int64_t>(group / 32) * kt * 2048, w, warps,
-                         group % 32 * 8);
+    RotateRange<8, true>(
+        q, 1, 0, kt,
+        xs + static_cast<int64_t>(group / (kWgmmaRows / 8)) * kt * kWgmmaXsWordsPerKtile, w, warps,
+        group % (kWgmmaRows / 8) * 8);
   else
     RotateRange<8>(q, 1, 0, kt, xs + static_cast<int64_t>(group) * kt * 64, w, warps);
 }
@@ -252,16 +268,7 @@ __global__ void __launch_bounds__(32 * kPromptWarps, 2)
   }
 
   // The tile's rows of its column blocks, once every unit's partials are in z.
-  if (units > 1) {
-    __threadfence();  // Release: this unit's partials before its count.
-    __syncthreads();
-    const int tile = ct * row_tiles + rt;
-    if (threadIdx.x == 0) last_unit = atomicAdd(p.counters + tile, 1) == units - 1;
-    __syncthreads();
-    if (!last_unit) return;
-    __threadfence();                             // Acquire side of the other units' fences.
-    if (threadIdx.x == 0) p.counters[tile] = 0;  // Counted out: ready for the next launch.
-  }
+  if (units > 1 && !LastUnitOfTile(p.counters + ct * row_tiles + rt, units, &last_unit)) return;
   for (int task = warp; task < 2 * kPromptRows; task += kPromptWarps) {
     const int cb = ct * 2 + task / kPromptRows, row = rt * kPromptRows + task % kPromptRows;
     if (cb < p.nb && row < p.m) Epilogue(p, seg, cb, row);

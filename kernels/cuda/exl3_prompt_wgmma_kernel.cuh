@@ -25,8 +25,7 @@
 
 namespace twinspan::cuda::exl3_kernel {
 
-constexpr int kWgmmaRows = 256;  // Rows of a block: N of one wgmma.
-constexpr int kWgmmaWarps = 8;   // Two warpgroups: the half-strips of a column block.
+constexpr int kWgmmaWarps = 8;  // Two warpgroups: the half-strips of a column block.
 constexpr int kWgmmaStageKtiles = 4;
 constexpr int kWgmmaBuffers = 3;
 constexpr int kWgmmaStageWords = kWgmmaStageKtiles * kWgmmaXsWordsPerKtile;  // 32 KB.
@@ -77,7 +76,7 @@ __device__ __forceinline__ uint64_t WgmmaDescriptor(uint32_t smem_addr) {
 
 // V words of weights through L1: the warpgroup's four warps read the same half-strip.
 template <int V>
-__device__ __forceinline__ void LoadVectorShared4(const uint32_t* src, uint32_t* dst) {
+__device__ __forceinline__ void LoadVectorCached(const uint32_t* src, uint32_t* dst) {
   if constexpr (V == 4) {
     asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(dst[0]), "=r"(dst[1]), "=r"(dst[2]), "=r"(dst[3])
@@ -143,7 +142,7 @@ __global__ void __launch_bounds__(32 * kWgmmaWarps, 1)
   const uint32_t* pf = strip + lane * V;
   auto load = [&](uint32_t(&dst)[K]) {
 #pragma unroll
-    for (int v = 0; v < K / V; ++v) LoadVectorShared4<V>(pf + v * 32 * V, dst + v * V);
+    for (int v = 0; v < K / V; ++v) LoadVectorCached<V>(pf + v * 32 * V, dst + v * V);
     pf += kStrip;
   };
   const uint32_t stage_bytes = kWgmmaStageKtiles * kStrip * 4;
@@ -253,14 +252,7 @@ __global__ void __launch_bounds__(32 * kWgmmaWarps, 1)
 
   // The tile's rows of its column block, once every unit's partials are in z.
   if (units > 1) {
-    __threadfence();  // Release: this unit's partials before its count.
-    __syncthreads();
-    const int tile = b * row_tiles + rt;
-    if (threadIdx.x == 0) last_unit = atomicAdd(p.counters + tile, 1) == units - 1;
-    __syncthreads();
-    if (!last_unit) return;
-    __threadfence();                             // Acquire side of the other units' fences.
-    if (threadIdx.x == 0) p.counters[tile] = 0;  // Counted out: ready for the next launch.
+    if (!LastUnitOfTile(p.counters + b * row_tiles + rt, units, &last_unit)) return;
   } else {
     __syncthreads();  // The other warps' partials of this tile are in z.
   }
