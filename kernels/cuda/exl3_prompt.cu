@@ -154,13 +154,14 @@ absl::Status RunPrompt(const char* op, const Context& ctx, const float* x, int64
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: Context::exl3_prompt_tile=%d, need 0, %d or %d", op, tile,
                         ek::kPromptRows, ek::kWgmmaRows));
-  const bool fits = WgmmaFits(parts, count, device);
-  if (tile == ek::kWgmmaRows && !fits)
+  // The device is asked only where the wgmma tiles could run.
+  const bool wgmma = (tile == ek::kWgmmaRows || (tile == 0 && rows >= kExl3WidePromptRows)) &&
+                     WgmmaFits(parts, count, device);
+  if (tile == ek::kWgmmaRows && !wgmma)
     return absl::ResourceExhaustedError(absl::StrFormat(
         "%s: the prompt path's %d-row tiles need an sm_90 GPU, a build with sm_90a and %d bytes "
         "of shared memory a block (Context::exl3_prompt_tile)",
         op, ek::kWgmmaRows, ek::PromptWgmmaSmemBytes(parts[0].outs[0].view->warps)));
-  const bool wgmma = tile == ek::kWgmmaRows || (tile == 0 && fits && rows >= kExl3WidePromptRows);
   for (int i = 0; i < count; ++i)
     if (Units(parts[i], 1, 1, ctx.exl3_schedule, wgmma) == 0)
       return absl::ResourceExhaustedError(absl::StrFormat(
