@@ -457,9 +457,11 @@ class CudaBackend final : public backend::Backend {
   }
 
   cudaStream_t stream() const { return stream_; }
-  // Benchmarks only (CudaBackendExl3PromptRows); the backend is single-threaded by contract.
-  void set_exl3_prompt_rows(int rows) { exl3_prompt_rows_ = rows; }
-  void set_exl3_prompt_tile(int tile) { exl3_prompt_tile_ = tile; }
+  // Benchmarks only (SetCudaBackendExl3Prompt); the backend is single-threaded by contract.
+  void set_exl3_prompt(int rows, int tile) {
+    exl3_prompt_rows_ = rows;
+    exl3_prompt_tile_ = tile;
+  }
 
  private:
   Context Ctx() const {
@@ -567,31 +569,21 @@ absl::StatusOr<std::unique_ptr<backend::Backend>> NewCudaBackend(
   return std::make_unique<CudaBackend>(options.device, stream, pool, threads);
 }
 
-absl::Status SetCudaBackendExl3PromptRows(backend::Backend& backend, int rows) {
+absl::Status SetCudaBackendExl3Prompt(backend::Backend& backend, int rows, int tile) {
   auto* cuda = dynamic_cast<CudaBackend*>(&backend);
   if (cuda == nullptr) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "SetCudaBackendExl3PromptRows: the %s backend is not a CUDA backend", backend.name()));
+        "SetCudaBackendExl3Prompt: the %s backend is not a CUDA backend", backend.name()));
   }
   if (rows < -1) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("SetCudaBackendExl3PromptRows: rows %d, need -1, 0 or a count", rows));
-  }
-  cuda->set_exl3_prompt_rows(rows);
-  return absl::OkStatus();
-}
-
-absl::Status SetCudaBackendExl3PromptTile(backend::Backend& backend, int tile) {
-  auto* cuda = dynamic_cast<CudaBackend*>(&backend);
-  if (cuda == nullptr) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "SetCudaBackendExl3PromptTile: the %s backend is not a CUDA backend", backend.name()));
+        absl::StrFormat("SetCudaBackendExl3Prompt: rows %d, need -1, 0 or a count", rows));
   }
   if (tile != 0 && tile != 64 && tile != 256) {
     return absl::InvalidArgumentError(
-        absl::StrFormat("SetCudaBackendExl3PromptTile: tile %d, need 0, 64 or 256", tile));
+        absl::StrFormat("SetCudaBackendExl3Prompt: tile %d, need 0, 64 or 256", tile));
   }
-  cuda->set_exl3_prompt_tile(tile);
+  cuda->set_exl3_prompt(rows, tile);
   return absl::OkStatus();
 }
 

@@ -40,15 +40,12 @@ absl::StatusOr<std::unique_ptr<backend::Backend>> NewCudaBackend(const CudaBacke
 // another backend. The stream lives as long as the backend.
 absl::StatusOr<cudaStream_t> CudaBackendStream(const backend::Backend& backend);
 
-// Sets cuda::Context::exl3_prompt_rows for the backend's EXL3 calls from now on (0: the default
-// kExl3PromptRows, -1: prompts as 64-row launches), so a benchmark times both paths on one loaded
-// model; the bits are the same. InvalidArgument for another backend or rows < -1. REQUIRES: no
-// call of the backend in flight on another thread.
-absl::Status SetCudaBackendExl3PromptRows(backend::Backend& backend, int rows);
-
-// Sets cuda::Context::exl3_prompt_tile likewise (0: picked per call, 64 or 256 rows a block).
-// InvalidArgument for another backend or another tile.
-absl::Status SetCudaBackendExl3PromptTile(backend::Backend& backend, int tile);
+// Sets cuda::Context::exl3_prompt_rows (0: the default kExl3PromptRows, -1: prompts as 64-row
+// launches) and exl3_prompt_tile (0: picked per call, 64 or 256 rows a block) for the backend's
+// EXL3 calls from now on, so a benchmark times the paths on one loaded model; the bits are the
+// same. InvalidArgument for another backend, rows < -1 or another tile. REQUIRES: no call of the
+// backend in flight on another thread.
+absl::Status SetCudaBackendExl3Prompt(backend::Backend& backend, int rows, int tile);
 
 }  // namespace twinspan::cuda
 

@@ -174,7 +174,7 @@ class Bench {
   // --prefill-reps: fresh sequences prefilled with --prefill-tokens random ids in chunks of each
   // of --prefill-chunks rows (no taps, the last row's logits) on the prompt path with its tile
   // picked per call and with 64-row tiles forced, and in the first chunk size as 64-row launches
-  // too (SetCudaBackendExl3PromptRows), one warm-up each; the medians of the wall times. Every
+  // too (SetCudaBackendExl3Prompt), one warm-up each; the medians of the wall times. Every
   // run's last logits must equal the first's bit for bit.
   absl::Status TimePrefill() {
     std::mt19937 rng(11);
@@ -193,8 +193,7 @@ class Bench {
       for (const Path& path : paths) {
         if (path.prompt_rows == -1 && c > 0) continue;
         ABSL_RETURN_IF_ERROR(
-            cuda::SetCudaBackendExl3PromptRows(*target_backend_, path.prompt_rows));
-        ABSL_RETURN_IF_ERROR(cuda::SetCudaBackendExl3PromptTile(*target_backend_, path.tile));
+            cuda::SetCudaBackendExl3Prompt(*target_backend_, path.prompt_rows, path.tile));
         std::vector<double> s;
         for (int i = 0; i <= f_.prefill_reps; ++i) {
           ABSL_ASSIGN_OR_RETURN(std::unique_ptr<target::SequenceState> state,
@@ -225,8 +224,7 @@ class Bench {
     std::printf("prefill: the last row's logits of every run bit for bit: %s\n",
                 same ? "equal" : "DIFFERENT");
     json_["prefill_logits_equal"] = same;
-    ABSL_RETURN_IF_ERROR(cuda::SetCudaBackendExl3PromptRows(*target_backend_, 0));
-    ABSL_RETURN_IF_ERROR(cuda::SetCudaBackendExl3PromptTile(*target_backend_, 0));
+    ABSL_RETURN_IF_ERROR(cuda::SetCudaBackendExl3Prompt(*target_backend_, 0, 0));
     if (!same) return absl::InternalError("prefill logits differ between paths or chunk sizes");
     return absl::OkStatus();
   }
