@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <string_view>
@@ -407,75 +408,60 @@ std::vector<float> RunPromptRows(const Exl3DeviceWeight& w, const std::vector<fl
   return y;
 }
 
-TEST(Exl3LinearCuda, PromptPathGivesEveryRowItsDecodeKernelBitsForEveryPlan) {
-  // The prompt kernel runs each plan group's mma chain and the rounds fold of the decode kernel,
-  // so each row must come out as from 64-row launches (themselves each row's one-row bits), for
-  // every codebook, K and plan, and whether a tile's k is cut into splits (automatic on these
-  // few tiles where the plan has several), plan groups (schedule 1) or not at all (schedule 2);
-  // 5 column blocks leave the last column tile half empty, and 17, 40 and 130 rows leave row
-  // tiles partly empty.
-  int cases = 0;
+// Every codebook and K (every plan at mul1 and K 4, the 27B's (8, 4) among them) of a 1024 x 640
+// weight on the prompt path with `tile`-row blocks (0: picked) at each of `row_counts`, whether a
+// tile's k is cut automatically, into plan groups (schedule 1, where they are whole stages of
+// `stage_ktiles`) or not at all (2), bit-equal to 64-row launches; *cases counts the comparisons.
+// Weights and rows are drawn from `seed` and `x_seed`.
+void ExpectPromptTilesGiveDecodeKernelBits(int tile, int stage_ktiles,
+                                           std::initializer_list<int64_t> row_counts, uint32_t seed,
+                                           uint32_t x_seed, int* cases) {
   for (Exl3Codebook cb : {Exl3Codebook::k3inst, Exl3Codebook::kMcg, Exl3Codebook::kMul1})
     for (int K : {1, 2, 3, 4, 5, 6, 7, 8}) {
-      const HostWeight h = RandomWeight(1024, 640, K, cb, 5100 + 10 * K + static_cast<int>(cb));
+      const HostWeight h = RandomWeight(1024, 640, K, cb, seed + 10 * K + static_cast<int>(cb));
       std::vector<std::pair<int, int>> plans = PlansFor(h.k, h.n);
       plans.push_back({8, 4});  // The 27B's down_proj and o_proj plan: both folds.
       for (size_t pi = 0; pi < plans.size(); ++pi) {
         if (cb != Exl3Codebook::kMul1 && K != 4 && pi > 0) continue;  // Every plan at mul1 and K 4.
         DeviceWeight d = ToDevice(h, plans[pi].first, plans[pi].second);
-        for (const int64_t rows : {17, 40, 130}) {
-          const std::vector<float> x = RandomRows(rows, h.k, 600 + rows + K);
+        for (const int64_t rows : row_counts) {
+          const std::vector<float> x = RandomRows(rows, h.k, x_seed + rows + K);
           const std::vector<float> want = RunPromptRows(d.view, x, rows, -1);
           for (const int schedule : {0, 1, 2}) {
             const int G = plans[pi].first * plans[pi].second;
-            if (schedule == 1 && h.k / 16 / G % 8 != 0) continue;  // Groups not whole stages.
-            const std::vector<float> got = RunPromptRows(d.view, x, rows, 17, schedule);
+            if (schedule == 1 && h.k / 16 / G % stage_ktiles != 0) continue;  // Not whole stages.
+            const std::vector<float> got = RunPromptRows(d.view, x, rows, 17, schedule, tile);
             for (float v : got) ASSERT_TRUE(std::isfinite(v));
             ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
                 << CbName(cb) << " K" << K << " plan (" << plans[pi].first << ","
                 << plans[pi].second << ") rows " << rows << " schedule " << schedule;
-            ++cases;
+            ++*cases;
           }
         }
       }
     }
+}
+
+TEST(Exl3LinearCuda, PromptPathGivesEveryRowItsDecodeKernelBitsForEveryPlan) {
+  // The prompt kernel runs each plan group's mma chain and the rounds fold of the decode kernel,
+  // so each row must come out as from 64-row launches (themselves each row's one-row bits);
+  // 5 column blocks leave the last column tile half empty, and 17, 40 and 130 rows leave row
+  // tiles partly empty.
+  int cases = 0;
+  ExpectPromptTilesGiveDecodeKernelBits(64, 8, {17, 40, 130}, 5100, 600, &cases);
   EXPECT_GE(cases, 3 * 8 * 3 * 2);  // At least every codebook and K, automatic and whole k.
 }
 
 TEST(Exl3LinearCuda, WgmmaPromptTilesGiveEveryRowItsDecodeKernelBitsForEveryPlan) {
   // 256-row tiles decode each weight tile once for all their rows and multiply it with them in one
-  // wgmma: the same A fragments and chains, so the same bits as 64-row launches for every codebook,
-  // K and plan, with k cut automatically, into plan groups or not at all; 17 rows leave most of a
-  // tile empty, 300 and 600 a last tile partly empty. sm_90 GPUs only (sm_90a code).
+  // wgmma: the same A fragments and chains, so the same bits as 64-row launches; 17 rows leave
+  // most of a tile empty, 300 and 600 a last tile partly empty. sm_90 GPUs only (sm_90a code).
   int major = 0, minor = 0;
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
   if (major != 9 || minor != 0) GTEST_SKIP() << "wgmma tiles need an sm_90 GPU";
   int cases = 0;
-  for (Exl3Codebook cb : {Exl3Codebook::k3inst, Exl3Codebook::kMcg, Exl3Codebook::kMul1})
-    for (int K : {1, 2, 3, 4, 5, 6, 7, 8}) {
-      const HostWeight h = RandomWeight(1024, 640, K, cb, 5300 + 10 * K + static_cast<int>(cb));
-      std::vector<std::pair<int, int>> plans = PlansFor(h.k, h.n);
-      plans.push_back({8, 4});  // The 27B's down_proj and o_proj plan: both folds.
-      for (size_t pi = 0; pi < plans.size(); ++pi) {
-        if (cb != Exl3Codebook::kMul1 && K != 4 && pi > 0) continue;  // Every plan at mul1 and K 4.
-        DeviceWeight d = ToDevice(h, plans[pi].first, plans[pi].second);
-        for (const int64_t rows : {17, 300, 600}) {
-          const std::vector<float> x = RandomRows(rows, h.k, 700 + rows + K);
-          const std::vector<float> want = RunPromptRows(d.view, x, rows, -1);
-          for (const int schedule : {0, 1, 2}) {
-            const int G = plans[pi].first * plans[pi].second;
-            if (schedule == 1 && h.k / 16 / G % 4 != 0) continue;  // Groups not whole stages.
-            const std::vector<float> got = RunPromptRows(d.view, x, rows, 17, schedule, 256);
-            for (float v : got) ASSERT_TRUE(std::isfinite(v));
-            ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
-                << CbName(cb) << " K" << K << " plan (" << plans[pi].first << ","
-                << plans[pi].second << ") rows " << rows << " schedule " << schedule;
-            ++cases;
-          }
-        }
-      }
-    }
+  ExpectPromptTilesGiveDecodeKernelBits(256, 4, {17, 300, 600}, 5300, 700, &cases);
   EXPECT_GE(cases, 3 * 8 * 3 * 2);
 }
 
