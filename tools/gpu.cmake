@@ -14,6 +14,7 @@ endif()
 if(TARGET twinspan_cuda AND CMAKE_CUDA_ARCHITECTURES MATCHES "(^|;)90")
   add_executable(twinspan_wgmma_bits ${CMAKE_CURRENT_LIST_DIR}/gpu/wgmma_bits.cu)
   set_target_properties(twinspan_wgmma_bits PROPERTIES CUDA_ARCHITECTURES OFF)
+  twinspan_cuda_target(twinspan_wgmma_bits)  # It includes the kernel's header.
   target_compile_options(twinspan_wgmma_bits PRIVATE
     "--generate-code=arch=compute_90a,code=sm_90a")
 endif()

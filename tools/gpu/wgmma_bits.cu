@@ -22,6 +22,8 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cuda/exl3_prompt_wgmma_kernel.cuh"
+
 namespace {
 
 constexpr int kM = 64, kN = 256, kKt = 16, kK = 16 * kKt;
@@ -90,61 +92,37 @@ __global__ void MmaChain(const __half* a, const __half* b, float* d) {
       d[(16 * w + gid + 8 * (e >> 1)) * kN + 8 * j + 2 * tig + (e & 1)] = c[j][e];
 }
 
-// Byte offset of B element (k, n) of one k-tile: K-major core matrices (a row is one n, 8 k).
-__host__ __device__ constexpr int BOffset(int k, int n) {
-  return (n / 8) * 256 + (k / 8) * 128 + (n % 8) * 16 + (k % 8) * 2;
-}
-
-// A no-swizzle shared-memory matrix descriptor: leading byte offset 128 (between the k halves),
-// stride byte offset 256 (between 8-row groups).
-__device__ __forceinline__ uint64_t Descriptor(const void* smem) {
-  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  return static_cast<uint64_t>((addr >> 4) & 0x3FFF) | (static_cast<uint64_t>(128 >> 4) << 16) |
-         (static_cast<uint64_t>(256 >> 4) << 32);
-}
-
-#define F4(i) "+f"(c[i]), "+f"(c[i + 1]), "+f"(c[i + 2]), "+f"(c[i + 3])
-#define F16(i) F4(i), F4(i + 4), F4(i + 8), F4(i + 12)
-#define F64(i) F16(i), F16(i + 16), F16(i + 32), F16(i + 48)
-
-// c += A (registers) x B (descriptor): one wgmma.m64n256k16, issued by the whole warpgroup.
-__device__ __forceinline__ void Wgmma(float (&c)[128], const uint32_t f[4], uint64_t desc) {
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "
-      "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "
-      "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, "
-      "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, "
-      "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "
-      "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, "
-      "%102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, "
-      "%116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
-      "{%128,%129,%130,%131}, %132, p, 1, 1, 0;\n}\n"
-      : F64(0), F64(64)
-      : "r"(f[0]), "r"(f[1]), "r"(f[2]), "r"(f[3]), "l"(desc));
+// The kernel's own layout and instruction (exl3_prompt_wgmma_kernel.cuh), so this checks what
+// PromptWgmmaKernel runs: c += A (registers) x B (the k-tile at `smem`), by the whole warpgroup.
+__device__ __forceinline__ void Wgmma(float (&c)[128], const uint32_t (&f)[4], const void* smem) {
+#ifdef TWINSPAN_WGMMA_DEVICE
+  namespace ek = twinspan::cuda::exl3_kernel;
+  ek::Wgmma256(c, f, ek::WgmmaDescriptor(static_cast<uint32_t>(__cvta_generic_to_shared(smem))));
 #endif
 }
 
 __device__ __forceinline__ void LoadB(const __half* b, unsigned char* bs) {
   for (int i = threadIdx.x; i < kKt * 16 * kN; i += blockDim.x) {
-    const int t = i / (16 * kN), k = i / kN % 16, n = i % kN;
-    *reinterpret_cast<__half*>(bs + t * kTileBytes + BOffset(k, n)) = b[(16 * t + k) * kN + n];
+#ifdef TWINSPAN_WGMMA_DEVICE
+    const int t = i / (16 * kN), k = i / kN % 16, n = i % kN;  // Element k of pair k & ~1.
+    *reinterpret_cast<__half*>(bs + t * kTileBytes +
+                               4 * twinspan::cuda::exl3_kernel::WgmmaXsOffset(n, k & ~1) +
+                               2 * (k & 1)) = b[(16 * t + k) * kN + n];
+#endif
   }
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifdef TWINSPAN_WGMMA_DEVICE
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 #endif
   __syncthreads();
 }
 
 __device__ __forceinline__ void Fence() {
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifdef TWINSPAN_WGMMA_DEVICE
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void CommitAndWait() {
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#ifdef TWINSPAN_WGMMA_DEVICE
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #endif
@@ -160,7 +138,7 @@ __global__ void WgmmaChain(const __half* a, const __half* b, float* d) {
     uint32_t f[4];
     AFragment(a, w, t, f);
     Fence();
-    Wgmma(c, f, Descriptor(bs + t * kTileBytes));
+    Wgmma(c, f, bs + t * kTileBytes);
     CommitAndWait();
   }
   // D fragment of m64nN: per 8 columns j, (row gid, cols 2tig, 2tig + 1) and row gid + 8.
@@ -180,7 +158,7 @@ __global__ void WgmmaRate(const __half* a, const __half* b, float* d, int reps) 
   for (int r = 0; r < reps; ++r) {
     Fence();
 #pragma unroll
-    for (int t = 0; t < kKt; ++t) Wgmma(c, f, Descriptor(bs + t * kTileBytes));
+    for (int t = 0; t < kKt; ++t) Wgmma(c, f, bs + t * kTileBytes);
     CommitAndWait();
   }
   float s = 0.f;
