@@ -15,7 +15,8 @@
 // the tree's verify alone (no verify-N steps).
 // --profile adds verify-16+commit (the commit timed as its own segment) and, for verify-1,
 // verify-16, the commit and the draft, a table of each backend op's GPU time, calls and host time
-// (ProfilingBackend: each op timed alone behind a spin), against the step's wall and busy times.
+// (ProfilingBackend: each op timed alone behind a spin), against the step's wall and busy times;
+// with --prefill-reps, also for one prefill in the last of --prefill-chunks.
 // On one backend the taps stay on the device (taps_out, AppendTapsInBackend); --host-taps and
 // --two-backends send them through the host.
 // Each: warm-up, then medians over --reps runs of wall time (host clock), GPU span (CUDA events)
@@ -182,6 +183,7 @@ class Bench {
     for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % 150000);
     std::vector<float> first;  // The last row's logits of the first configuration.
     bool same = true;
+    double last_median = 0;  // The last chunk size's prompt path, the one --profile profiles.
     struct Path {
       int prompt_rows, tile;
       const char* name;
@@ -209,6 +211,7 @@ class Bench {
         }
         std::sort(s.begin(), s.end());
         const double median = s[s.size() / 2];
+        last_median = median;
         std::printf(
             "prefill %lld tokens, chunks of %lld, %s: %.1f ms median of %d, %.0f tokens/s\n",
             static_cast<long long>(f_.prefill_tokens), static_cast<long long>(chunk), path.name,
@@ -226,7 +229,22 @@ class Bench {
     json_["prefill_logits_equal"] = same;
     ABSL_RETURN_IF_ERROR(cuda::SetCudaBackendExl3Prompt(*target_backend_, 0, 0));
     if (!same) return absl::InternalError("prefill logits differ between paths or chunk sizes");
+    if (f_.profile) ABSL_RETURN_IF_ERROR(ProfilePrefill(tokens, last_median));
     return absl::OkStatus();
+  }
+
+  // --profile with --prefill-reps: the ops of one prefill in chunks of the last --prefill-chunks
+  // size on the prompt path, against that configuration's median wall time.
+  absl::Status ProfilePrefill(const std::vector<int32_t>& tokens, double wall_s) {
+    const int64_t chunk = f_.prefill_chunks.back();
+    const auto prefill = [this, &tokens, chunk]() -> absl::Status {
+      ABSL_ASSIGN_OR_RETURN(std::unique_ptr<target::SequenceState> state, target_->NewSequence());
+      return target::Prefill(*target_, *state, tokens, chunk, {}).status();
+    };
+    const auto none = [] { return absl::OkStatus(); };
+    const ProfiledStep step{absl::StrFormat("prefill-%d", chunk), target_profiler_.get(), none,
+                            prefill, none, wall_s * 1e6, wall_s * 1e6};
+    return ProfileStep(step);
   }
 
   // With two backends the commit runs on the target's stream and the draft on the drafter's, so
@@ -298,18 +316,20 @@ class Bench {
         {"draft", dp, none, [&d] { return d.AppendOneAndDraft(); }, none, times_["draft"].wall_us,
          times_["draft"].busy_us},
     };
-    for (const ProfiledStep& s : steps) {
-      for (int i = 0; i <= f_.profile_reps; ++i) {
-        ABSL_RETURN_IF_ERROR(s.before());
-        s.profiler->Begin(f_.profile_spin_us);
-        const absl::Status run = s.run();
-        ABSL_RETURN_IF_ERROR(s.profiler->End());
-        ABSL_RETURN_IF_ERROR(run);
-        ABSL_RETURN_IF_ERROR(s.after());
-        if (i == 0) s.profiler->Take();  // The warm-up run.
-      }
-      PrintProfile(s, s.profiler->Take());
+    for (const ProfiledStep& s : steps) ABSL_RETURN_IF_ERROR(ProfileStep(s));
+    return absl::OkStatus();
+  }
+  absl::Status ProfileStep(const ProfiledStep& s) {
+    for (int i = 0; i <= f_.profile_reps; ++i) {
+      ABSL_RETURN_IF_ERROR(s.before());
+      s.profiler->Begin(f_.profile_spin_us);
+      const absl::Status run = s.run();
+      ABSL_RETURN_IF_ERROR(s.profiler->End());
+      ABSL_RETURN_IF_ERROR(run);
+      ABSL_RETURN_IF_ERROR(s.after());
+      if (i == 0) s.profiler->Take();  // The warm-up run.
     }
+    PrintProfile(s, s.profiler->Take());
     return absl::OkStatus();
   }
 
