@@ -19,8 +19,19 @@ namespace {
 
 constexpr char kJson[] = "application/json";
 
+// 405 with the Allow header RFC 9110 asks for, in the API's error shape.
+void ReplyWrongMethod(HttpExchange& exchange, const char* allowed) {
+  exchange.AddHeader("Allow", allowed);
+  exchange.Reply(405, kJson,
+                 ErrorBody(absl::InvalidArgumentError(absl::StrCat(
+                     exchange.method(), " ", exchange.path(), ": this route takes ", allowed))));
+}
+
 void ReplyError(HttpExchange& exchange, const absl::Status& status) {
-  exchange.Reply(HttpStatusOf(status.code()), kJson, ErrorBody(status));
+  if (const int wait = RetryAfterSeconds(status); wait > 0) {
+    exchange.AddHeader("Retry-After", absl::StrCat(wait));
+  }
+  exchange.Reply(HttpStatusOf(status), kJson, ErrorBody(status));
 }
 
 // As the gRPC service: the server ends the call itself a little before its deadline.
@@ -142,7 +153,7 @@ void OpenAiFront::Handle(HttpExchange& exchange) {
   const bool get = exchange.method() == "GET";
   const bool post = exchange.method() == "POST";
   if (health) {
-    if (!get) return ReplyError(exchange, absl::InvalidArgumentError("/health takes GET"));
+    if (!get) return ReplyWrongMethod(exchange, "GET");
     const v1::GetLoadResponse load = backend_->GetLoad();
     if (load.draining()) {
       return ReplyError(exchange, absl::UnavailableError("draining, not accepting new requests"));
@@ -150,16 +161,14 @@ void OpenAiFront::Handle(HttpExchange& exchange) {
     return (void)exchange.Reply(200, kJson, R"({"status":"ok"})");
   }
   if (path == "/v1/models") {
-    if (!get) return ReplyError(exchange, absl::InvalidArgumentError("/v1/models takes GET"));
+    if (!get) return ReplyWrongMethod(exchange, "GET");
     absl::StatusOr<v1::ModelInfoResponse> info = backend_->ModelInfo();
     if (!info.ok()) return ReplyError(exchange, info.status());
     return (void)exchange.Reply(200, kJson, ModelsBody(*info, absl::ToUnixSeconds(absl::Now())));
   }
   const bool chat = path == "/v1/chat/completions";
   if (chat || path == "/v1/completions") {
-    if (!post) {
-      return ReplyError(exchange, absl::InvalidArgumentError(absl::StrCat(path, " takes POST")));
-    }
+    if (!post) return ReplyWrongMethod(exchange, "POST");
     return Generate(exchange, chat);
   }
   ReplyError(exchange, absl::NotFoundError(absl::StrCat(

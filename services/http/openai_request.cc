@@ -6,8 +6,10 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/error_reason.h"
 #include "nlohmann/json.hpp"
 #include "services/structured/json_schema_regex.h"
 
@@ -17,7 +19,8 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 absl::Status Bad(const std::string& field, const std::string& what) {
-  return absl::InvalidArgumentError(absl::StrCat("request: `", field, "` ", what));
+  return WithErrorReason(absl::InvalidArgumentError(absl::StrCat("request: `", field, "` ", what)),
+                         {"", field});
 }
 
 const Json* Find(const Json& body, const char* key) {
@@ -204,10 +207,19 @@ absl::Status ParseSampling(OpenAiEndpoint endpoint, const Json& body, v1::Sampli
   if (*top_k < -1 || *top_k > UINT32_MAX) return Bad("top_k", "is out of range");
   s->set_top_k(*top_k < 0 ? 0 : static_cast<uint32_t>(*top_k));
   if (const Json* seed = Find(body, "seed")) {
-    if (!seed->is_number_integer()) return Bad("seed", "must be an integer");
-    s->mutable_seed()->set_value(seed->is_number_unsigned()
-                                     ? seed->get<uint64_t>()
-                                     : static_cast<uint64_t>(seed->get<int64_t>()));
+    // A string too: replies give seeds past 2^53 as strings, so JavaScript can send them back.
+    uint64_t value = 0;
+    if (seed->is_string()) {
+      if (!absl::SimpleAtoi(seed->get<std::string>(), &value)) {
+        return Bad("seed", "must be an integer or its decimal string below 2^64");
+      }
+    } else if (seed->is_number_integer()) {
+      value = seed->is_number_unsigned() ? seed->get<uint64_t>()
+                                         : static_cast<uint64_t>(seed->get<int64_t>());
+    } else {
+      return Bad("seed", "must be an integer or its decimal string below 2^64");
+    }
+    s->mutable_seed()->set_value(value);
   }
   absl::StatusOr<bool> ignore_eos = Bool(body, "ignore_eos", false);
   if (!ignore_eos.ok()) return ignore_eos.status();

@@ -1,6 +1,11 @@
 #include "services/http/openai_response.h"
 
+#include <optional>
+#include <string>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/error_reason.h"
 #include "nlohmann/json.hpp"
 
 namespace twinspan::http {
@@ -24,6 +29,9 @@ Json Usage(const v1::GenerateFinal& f) {
               {"total_tokens", f.prompt_tokens() + f.completion_tokens()}};
 }
 
+// JavaScript reads JSON numbers as doubles: an integer past 2^53 goes as its decimal string.
+Json ExactInteger(uint64_t v) { return v <= (uint64_t{1} << 53) ? Json(v) : Json(absl::StrCat(v)); }
+
 // What Twinspan adds to OpenAI's shape: the exactness and speculation figures of the reply.
 Json Extension(const v1::GenerateFinal& f) {
   Json tokens_per_round = Json::array();
@@ -32,7 +40,7 @@ Json Extension(const v1::GenerateFinal& f) {
               {"drafted", f.drafted()},
               {"accepted", f.accepted()},
               {"rounds", f.rounds()},
-              {"seed", f.seed()},
+              {"seed", ExactInteger(f.seed())},
               {"head_variant", f.head_variant()},
               {"served_by", f.served_by()},
               {"draft_degraded", f.draft_degraded()},
@@ -47,8 +55,22 @@ Json Head(const CompletionIds& ids, bool chunk) {
               {"model", ids.model}};
 }
 
-const char* ErrorType(absl::StatusCode code) {
-  switch (code) {
+bool Overloaded(const absl::Status& status) {
+  const std::optional<ErrorReason> why = GetErrorReason(status);
+  return why.has_value() && why->reason == kOverloaded;
+}
+
+// The OpenAI name of a request field the gRPC API names otherwise.
+std::string OpenAiParam(const std::string& param) {
+  if (param == "chat") return "messages";
+  if (param == "prompt_ids") return "prompt";
+  if (param == "structured_output") return "response_format";
+  if (absl::StartsWith(param, "sampling.")) return param.substr(9);
+  return param;
+}
+
+const char* ErrorType(const absl::Status& status) {
+  switch (status.code()) {
     case absl::StatusCode::kUnauthenticated:
       return "authentication_error";
     case absl::StatusCode::kPermissionDenied:
@@ -56,7 +78,7 @@ const char* ErrorType(absl::StatusCode code) {
     case absl::StatusCode::kNotFound:
       return "not_found_error";
     case absl::StatusCode::kResourceExhausted:
-      return "rate_limit_error";
+      return Overloaded(status) ? "rate_limit_error" : "invalid_request_error";
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kOutOfRange:
@@ -70,8 +92,8 @@ const char* ErrorType(absl::StatusCode code) {
 
 }  // namespace
 
-int HttpStatusOf(absl::StatusCode code) {
-  switch (code) {
+int HttpStatusOf(const absl::Status& status) {
+  switch (status.code()) {
     case absl::StatusCode::kOk:
       return 200;
     case absl::StatusCode::kInvalidArgument:
@@ -88,7 +110,7 @@ int HttpStatusOf(absl::StatusCode code) {
     case absl::StatusCode::kAlreadyExists:
       return 409;
     case absl::StatusCode::kResourceExhausted:
-      return 429;
+      return Overloaded(status) ? 429 : 400;
     case absl::StatusCode::kCancelled:
       return 499;
     case absl::StatusCode::kUnimplemented:
@@ -102,12 +124,21 @@ int HttpStatusOf(absl::StatusCode code) {
   }
 }
 
+int RetryAfterSeconds(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kUnavailable || Overloaded(status) ? 1 : 0;
+}
+
 std::string ErrorBody(const absl::Status& status) {
+  const std::optional<ErrorReason> why = GetErrorReason(status);
+  Json param = nullptr;
+  if (why.has_value() && !why->param.empty()) param = OpenAiParam(why->param);
+  const bool context = why.has_value() && why->reason == kContextLengthExceeded;
   return Dump(Json{{"error",
                     {{"message", std::string(status.message())},
-                     {"type", ErrorType(status.code())},
-                     {"param", nullptr},
-                     {"code", absl::StatusCodeToString(status.code())}}}});
+                     {"type", ErrorType(status)},
+                     {"param", param},
+                     {"code", context ? std::string(kContextLengthExceeded)
+                                      : absl::StatusCodeToString(status.code())}}}});
 }
 
 const char* FinishReasonText(v1::FinishReason reason) {

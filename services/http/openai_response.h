@@ -20,10 +20,16 @@ struct CompletionIds {
   std::string model;
 };
 
-// The HTTP status for an absl code (Google's mapping of gRPC codes: INVALID_ARGUMENT 400,
-// UNAUTHENTICATED 401, NOT_FOUND 404, RESOURCE_EXHAUSTED 429, UNAVAILABLE 503, ...).
-int HttpStatusOf(absl::StatusCode code);
-// {"error": {"message", "type", "param": null, "code": "<absl code name>"}}.
+// The HTTP status of a refusal, by Google's mapping of gRPC codes (INVALID_ARGUMENT 400,
+// UNAUTHENTICATED 401, NOT_FOUND 404, UNAVAILABLE 503, ...) except that RESOURCE_EXHAUSTED is 429
+// only where waiting helps (ErrorReason kOverloaded) and 400 for a limit the request is over, as
+// OpenAI answers a prompt longer than the context.
+int HttpStatusOf(const absl::Status& status);
+// Seconds a client should wait before retrying (Retry-After), 0 where retrying does not help.
+int RetryAfterSeconds(const absl::Status& status);
+// {"error": {"message", "type", "param", "code"}}: `param` the OpenAI field the ErrorReason names
+// (null when none), `code` "context_length_exceeded" for a prompt over the limit, else the absl
+// code's name.
 std::string ErrorBody(const absl::Status& status);
 
 // OpenAI's finish_reason: "length" (max_tokens, context), "stop" (EOS, stop string or id),

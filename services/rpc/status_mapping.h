@@ -1,4 +1,5 @@
-// absl::Status <-> grpc::Status in one place: the codes are the same numbers, the message is kept.
+// absl::Status <-> grpc::Status in one place: the codes are the same numbers, the message is kept,
+// and an ErrorReason (common/error_reason.h) travels as an ErrorInfo in the status details.
 #ifndef TWINSPAN_SERVICES_RPC_STATUS_MAPPING_H_
 #define TWINSPAN_SERVICES_RPC_STATUS_MAPPING_H_
 

@@ -2,6 +2,7 @@
 // GenerateRequest or an error naming the field out; error bodies and statuses per absl code.
 #include <string>
 
+#include "common/error_reason.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "services/http/openai_request.h"
@@ -79,13 +80,14 @@ TEST(OpenAiRequestTest, RefusesByFieldName) {
 }
 
 TEST(OpenAiResponseTest, ErrorsAndStatuses) {
-  EXPECT_EQ(HttpStatusOf(absl::StatusCode::kInvalidArgument), 400);
-  EXPECT_EQ(HttpStatusOf(absl::StatusCode::kUnauthenticated), 401);
-  EXPECT_EQ(HttpStatusOf(absl::StatusCode::kNotFound), 404);
-  EXPECT_EQ(HttpStatusOf(absl::StatusCode::kResourceExhausted), 429);
-  EXPECT_EQ(HttpStatusOf(absl::StatusCode::kUnavailable), 503);
-  EXPECT_EQ(HttpStatusOf(absl::StatusCode::kDeadlineExceeded), 504);
-  EXPECT_EQ(HttpStatusOf(absl::StatusCode::kInternal), 500);
+  EXPECT_EQ(HttpStatusOf(absl::InvalidArgumentError("x")), 400);
+  EXPECT_EQ(HttpStatusOf(absl::UnauthenticatedError("x")), 401);
+  EXPECT_EQ(HttpStatusOf(absl::NotFoundError("x")), 404);
+  EXPECT_EQ(HttpStatusOf(absl::UnavailableError("x")), 503);
+  EXPECT_EQ(HttpStatusOf(absl::DeadlineExceededError("x")), 504);
+  EXPECT_EQ(HttpStatusOf(absl::InternalError("x")), 500);
+  EXPECT_EQ(RetryAfterSeconds(absl::UnavailableError("draining")), 1);
+  EXPECT_EQ(RetryAfterSeconds(absl::InvalidArgumentError("x")), 0);
   const auto error = nlohmann::json::parse(ErrorBody(absl::UnauthenticatedError("no \xff token")));
   EXPECT_EQ(error["error"]["code"], "UNAUTHENTICATED");
   EXPECT_EQ(error["error"]["type"], "authentication_error");
@@ -101,6 +103,71 @@ TEST(OpenAiResponseTest, ErrorsAndStatuses) {
   const std::string event = ChunkEvent(ids, "x", true, nullptr);
   EXPECT_EQ(event.rfind("data: {", 0), 0u);
   EXPECT_EQ(event.substr(event.size() - 2), "\n\n");
+}
+
+// A limit the request is over is 400 (OpenAI's answer to a prompt over the context: clients do
+// not retry it); 429 with Retry-After only where waiting helps.
+TEST(OpenAiResponseTest, LimitsAre400AndOnlyLoadIs429) {
+  const absl::Status context =
+      WithErrorReason(absl::ResourceExhaustedError("request: prompt has 9 tokens; the limit is 4"),
+                      {kContextLengthExceeded, "chat"});
+  EXPECT_EQ(HttpStatusOf(context), 400);
+  EXPECT_EQ(RetryAfterSeconds(context), 0);
+  auto error = nlohmann::json::parse(ErrorBody(context))["error"];
+  EXPECT_EQ(error["code"], "context_length_exceeded");
+  EXPECT_EQ(error["type"], "invalid_request_error");
+  EXPECT_EQ(error["param"], "messages");
+
+  const absl::Status bytes =
+      WithErrorReason(absl::ResourceExhaustedError("request: too big"), {"", "structured_output"});
+  EXPECT_EQ(HttpStatusOf(bytes), 400);
+  error = nlohmann::json::parse(ErrorBody(bytes))["error"];
+  EXPECT_EQ(error["code"], "RESOURCE_EXHAUSTED");
+  EXPECT_EQ(error["param"], "response_format");
+
+  const absl::Status busy =
+      WithErrorReason(absl::ResourceExhaustedError("engine: the queue is full"), {kOverloaded, ""});
+  EXPECT_EQ(HttpStatusOf(busy), 429);
+  EXPECT_EQ(RetryAfterSeconds(busy), 1);
+  error = nlohmann::json::parse(ErrorBody(busy))["error"];
+  EXPECT_EQ(error["type"], "rate_limit_error");
+  EXPECT_TRUE(error["param"].is_null());
+  EXPECT_EQ(HttpStatusOf(absl::ResourceExhaustedError("no reason")), 400);
+}
+
+TEST(OpenAiRequestTest, ErrorsNameTheirParam) {
+  auto call = ParseOpenAiRequest(OpenAiEndpoint::kCompletions, R"({"prompt": "a", "top_p": "x"})");
+  ASSERT_FALSE(call.ok());
+  EXPECT_EQ(nlohmann::json::parse(ErrorBody(call.status()))["error"]["param"], "top_p");
+  call =
+      ParseOpenAiRequest(OpenAiEndpoint::kChatCompletions, R"({"messages": [{"content": "x"}]})");
+  ASSERT_FALSE(call.ok());
+  EXPECT_EQ(nlohmann::json::parse(ErrorBody(call.status()))["error"]["param"], "messages[0].role");
+  EXPECT_EQ(nlohmann::json::parse(
+                ErrorBody(WithErrorReason(absl::InvalidArgumentError("max_tokens 0"),
+                                          {"", "sampling.max_tokens"})))["error"]["param"],
+            "max_tokens");
+}
+
+// JavaScript clients read numbers as doubles: a seed past 2^53 is a string both ways.
+TEST(OpenAiResponseTest, SeedsPast2To53AreStrings) {
+  const CompletionIds ids{OpenAiEndpoint::kCompletions, "cmpl-1", 7, "m"};
+  v1::GenerateFinal final;
+  final.set_seed(uint64_t{1} << 53);
+  EXPECT_TRUE(
+      nlohmann::json::parse(CompletionBody(ids, "", final))["twinspan"]["seed"].is_number());
+  final.set_seed(18446744073709551557u);
+  const auto seed = nlohmann::json::parse(CompletionBody(ids, "", final))["twinspan"]["seed"];
+  ASSERT_TRUE(seed.is_string());
+  auto call = ParseOpenAiRequest(OpenAiEndpoint::kCompletions,
+                                 R"({"prompt": "a", "seed": ")" + seed.get<std::string>() + "\"}");
+  ASSERT_TRUE(call.ok()) << call.status();
+  EXPECT_EQ(call->request.sampling().seed().value(), 18446744073709551557u);
+  for (const char* bad : {R"("12x")", R"("-1")", R"("18446744073709551616")", "1.5"}) {
+    call = ParseOpenAiRequest(OpenAiEndpoint::kCompletions,
+                              std::string(R"({"prompt": "a", "seed": )") + bad + "}");
+    EXPECT_FALSE(call.ok()) << bad;
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/error_reason.h"
 #include "common/metrics/serving_metrics.h"
 #include "common/status.h"
 #include "kernels/cpu/mask_logits.h"
@@ -186,26 +187,31 @@ LaneEngine::~LaneEngine() {
 absl::Status LaneEngine::Submit(EngineRequest request, std::shared_ptr<StreamSink> sink) {
   const VerifierInfo& info = model_->info();
   if (request.prompt_ids.empty()) {
-    return absl::InvalidArgumentError("request: the prompt is empty");
+    return WithErrorReason(absl::InvalidArgumentError("request: the prompt is empty"),
+                           {"", "prompt"});
   }
   for (uint32_t id : request.prompt_ids) {
     if (id >= static_cast<uint32_t>(info.vocab_size)) {
-      return absl::InvalidArgumentError(absl::StrCat("request: prompt token id ", id,
-                                                     " is outside the vocabulary (size ",
-                                                     info.vocab_size, ")"));
+      return WithErrorReason(absl::InvalidArgumentError(absl::StrCat(
+                                 "request: prompt token id ", id,
+                                 " is outside the vocabulary (size ", info.vocab_size, ")")),
+                             {"", "prompt_ids"});
     }
   }
   const int64_t max_prompt = options_.max_prompt_tokens > 0
                                  ? std::min(options_.max_prompt_tokens, info.max_context - 1)
                                  : info.max_context - 1;
   if (static_cast<int64_t>(request.prompt_ids.size()) > max_prompt) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "request: prompt has ", request.prompt_ids.size(), " tokens; the limit is ", max_prompt));
+    return WithErrorReason(
+        absl::ResourceExhaustedError(absl::StrCat("request: prompt has ", request.prompt_ids.size(),
+                                                  " tokens; the limit is ", max_prompt)),
+        {kContextLengthExceeded, "prompt"});
   }
   if (request.max_tokens < 1 || request.max_tokens > options_.max_tokens_limit) {
-    return absl::InvalidArgumentError(absl::StrCat("request: max_tokens ", request.max_tokens,
-                                                   " is outside [1, ", options_.max_tokens_limit,
-                                                   "]"));
+    return WithErrorReason(absl::InvalidArgumentError(
+                               absl::StrCat("request: max_tokens ", request.max_tokens,
+                                            " is outside [1, ", options_.max_tokens_limit, "]")),
+                           {"", "sampling.max_tokens"});
   }
   auto stream = std::make_unique<Stream>();
   stream->request = std::move(request);
@@ -214,10 +220,11 @@ absl::Status LaneEngine::Submit(EngineRequest request, std::shared_ptr<StreamSin
   absl::MutexLock lock(&mu_);
   if (draining_ || stopping_) return absl::UnavailableError("engine: draining, not accepting");
   if (static_cast<int>(waiting_.size()) >= options_.max_waiting) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("engine: ", running_, " requests running and ", waiting_.size(),
-                     " waiting: the queue is full (--max-waiting ", options_.max_waiting,
-                     "); retry later or on another worker"));
+    return WithErrorReason(absl::ResourceExhaustedError(absl::StrCat(
+                               "engine: ", running_, " requests running and ", waiting_.size(),
+                               " waiting: the queue is full (--max-waiting ", options_.max_waiting,
+                               "); retry later or on another worker")),
+                           {kOverloaded, ""});
   }
   waiting_.push_back(std::move(stream));
   if (metrics_ != nullptr) metrics_->SetRequestsWaiting(static_cast<int>(waiting_.size()));

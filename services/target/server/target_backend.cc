@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/error_reason.h"
 #include "common/hash/sha256.h"
 #include "services/target/server/stop_matcher.h"
 #include "spdlog/spdlog.h"
@@ -186,9 +187,10 @@ absl::Status TargetBackend::Constrain(const v1::GenerateRequest& request,
         "output with EOS)");
   }
   if (spec.text.size() > static_cast<size_t>(options_.limits.max_grammar_bytes)) {
-    return absl::ResourceExhaustedError(absl::StrCat("request: structured_output has ",
-                                                     spec.text.size(), " bytes (limit ",
-                                                     options_.limits.max_grammar_bytes, ")"));
+    return WithErrorReason(absl::ResourceExhaustedError(absl::StrCat(
+                               "request: structured_output has ", spec.text.size(),
+                               " bytes (limit ", options_.limits.max_grammar_bytes, ")")),
+                           {"", "structured_output"});
   }
   absl::StatusOr<std::unique_ptr<engine::TokenConstraint>> constraint =
       grammar_->Compile(spec, r->stop_token_ids);

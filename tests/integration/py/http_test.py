@@ -185,11 +185,33 @@ class HttpTest(unittest.TestCase):
             self.assertEqual(error["code"], want_code, text)
             self.assertIn(want_text, error["message"])
             self.assertIn("type", error)
-        status, text = curl(self.port, "/v1/completions")
-        self.assertEqual(status, 400)
+        status, text = curl(self.port, "/v1/completions", extra=["-D", "-"])
+        self.assertEqual(status, 405, text)
+        self.assertIn("allow: post", text.lower())
+        status, text = curl(self.port, "/health", b"{}")
+        self.assertEqual(status, 405, text)
         status, text = curl(self.port, "/v1/nothing")
         self.assertEqual(status, 404)
         self.assertEqual(json.loads(text)["error"]["code"], "NOT_FOUND")
+
+    def test_a_prompt_over_the_context_is_400_context_length_exceeded(self):
+        # OpenAI's answer, which SDKs do not retry; through the router the reason crosses gRPC.
+        long = " ".join(["word"] * 1500)
+        cases = [("/v1/completions", {"prompt": long, "max_tokens": 4}, "prompt"),
+                 ("/v1/chat/completions",
+                  {"messages": [{"role": "user", "content": long}], "max_tokens": 4}, "messages")]
+        for port in (self.port, self.router_port):
+            for path, body, param in cases:
+                status, text = curl(port, path, body, extra=["-D", "-"])
+                self.assertEqual(status, 400, text)
+                self.assertNotIn("retry-after", text.lower())
+                error = json.loads(text[text.index("{"):])["error"]
+                self.assertEqual(error["code"], "context_length_exceeded", text)
+                self.assertEqual(error["type"], "invalid_request_error", text)
+                self.assertEqual(error["param"], param, text)
+                self.assertIn("the limit is 1023", error["message"])
+        status, text = curl(self.port, "/v1/completions", {"prompt": "x", "temperature": "hot"})
+        self.assertEqual(json.loads(text)["error"]["param"], "temperature", text)
 
     def test_structured_output_parses_and_drafted_equals_plain(self):
         cases = [
