@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "services/drafter/server/drafter_service.h"
 #include "services/rpc/server_runner.h"
@@ -108,6 +109,14 @@ TEST_F(DraftPlaneTest, SplitEqualsPlainAndSurvivesDrafterRestart) {
   });
   EXPECT_EQ(killed.completion_ids, want.completion_ids);
   EXPECT_TRUE(killed.draft_degraded);
+
+  // A request that starts once the drafter is known to be gone ran without it as well.
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (channel->ready() && absl::Now() < until) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_FALSE(channel->ready());
+  StreamSummary down = RunOne(*split, Request(1, 0.0f));
+  EXPECT_EQ(down.completion_ids, want.completion_ids);
+  EXPECT_TRUE(down.draft_degraded);
 
   // A drafter on the same port is picked up again.
   server = StartDrafter(&drafter_, port, &service);
