@@ -26,7 +26,9 @@ void AddTargetFlags(CLI::App& app, TargetFlags& f, bool with_grpc_drafter) {
                  "Drafts per proposal of the in-process drafter as a best-first tree (DFlash2; "
                  "default 15); 0: the selector walk's chain");
   app.add_option("--parallel", o.parallel, "Live streams per round");
-  app.add_option("--context", o.context, "Positions per stream (prompt + completion)");
+  app.add_option("--context", o.context,
+                 "Positions per stream (prompt + completion); 0: the model's "
+                 "max_position_embeddings, at most 4096");
   app.add_option("--threads", o.threads, "CPU threads (0: all)");
   app.add_option("--prefix-cache-mb", o.prefix_cache_mb,
                  "Prompt-prefix cache on the model's device, MiB (0: none); the in-process "

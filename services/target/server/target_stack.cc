@@ -1,5 +1,6 @@
 #include "services/target/server/target_stack.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <thread>
@@ -27,6 +28,19 @@ namespace {
 
 // Drafts a verify window may carry: the 127-node trees a drafter builds at most, plus room.
 constexpr int kMaxDraftNodes = 127;
+
+// --context, or by default as many positions as the model was trained for, at most
+// kDefaultContext; past max_position_embeddings the rotary positions were never trained.
+absl::StatusOr<int64_t> StreamContext(const TargetStackOptions& o) {
+  ABSL_ASSIGN_OR_RETURN(const target::TargetConfig config, target::LoadTargetConfig(o.model_dir));
+  const int64_t trained = config.max_position_embeddings;
+  if (o.context == 0) return trained > 0 ? std::min(kDefaultContext, trained) : kDefaultContext;
+  if (trained > 0 && o.context > trained) {
+    spdlog::warn("target: --context {} is past {}'s max_position_embeddings {}", o.context,
+                 o.model_dir, trained);
+  }
+  return o.context;
+}
 
 }  // namespace
 
@@ -57,9 +71,11 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
     return absl::InvalidArgumentError(
         "target: --fuse-taps and --bf16-taps shape the taps sent to a --drafter (split mode)");
   }
-  if (o.context < 2 || o.threads < 0 || o.prefill_chunk_rows < 1) {
-    return absl::InvalidArgumentError("target: --context >= 2, --threads >= 0, chunk rows >= 1");
+  if ((o.context != 0 && o.context < 2) || o.threads < 0 || o.prefill_chunk_rows < 1) {
+    return absl::InvalidArgumentError(
+        "target: --context 0 (the model's) or >= 2, --threads >= 0, chunk rows >= 1");
   }
+  ABSL_ASSIGN_OR_RETURN(const int64_t context, StreamContext(o));
   if (o.prefix_cache_mb < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("target: --prefix-cache-mb ", o.prefix_cache_mb, " is negative"));
@@ -93,7 +109,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   ABSL_ASSIGN_OR_RETURN(p.logits_sampler, device::OpenLogitsSampler(device));
   target::TargetOptions topt;
   topt.backend = p.backend.get();
-  topt.context = o.context;
+  topt.context = context;
   topt.drafter_configured = !o.drafter_address.empty() || !o.drafter_model_dir.empty();
   ABSL_ASSIGN_OR_RETURN(p.model, target::OpenTargetModel(o.model_dir, topt));
   if (prefix_cache_bytes > 0) {
@@ -115,7 +131,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   info.model_name = std::filesystem::path(o.model_dir).filename().string();
   info.model_type = config.model_type;
   info.vocab_size = static_cast<int>(config.vocab_size);
-  info.max_context = o.context;
+  info.max_context = context;
   for (int64_t id : config.eos_token_ids) info.eos_ids.push_back(static_cast<uint32_t>(id));
   info.hidden_size = static_cast<int>(config.hidden_size);
   info.num_layers = static_cast<int>(config.num_layers);
@@ -136,7 +152,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
     constexpr int64_t kBlockRoom = 16;
     ABSL_ASSIGN_OR_RETURN(
         p.draft_model, open_drafter(o.drafter_model_dir, o.model_dir, o.head_variant,
-                                    o.context + kBlockRoom, threads, drafter_device,
+                                    context + kBlockRoom, threads, drafter_device,
                                     prefix_cache_bytes, o.prefix_block_tokens, o.draft_tree_nodes));
     const engine::DrafterInfo& d = p.draft_model->info();
     if (d.vocab_size != info.vocab_size || d.tokenizer_sha256 != p.codec->sha256() ||
@@ -212,7 +228,7 @@ absl::StatusOr<std::unique_ptr<TargetStack>> TargetStack::Open(const TargetStack
   spdlog::info(
       "{}: {} ({}), vocab {}, context {}, parallel {}, threads {}, backend {}, sampling on {}, "
       "draft window {}, prefix cache {} MiB in blocks of {} tokens, drafter {}",
-      o.name, o.model_dir, config.model_type, info.vocab_size, o.context, o.parallel, threads,
+      o.name, o.model_dir, config.model_type, info.vocab_size, context, o.parallel, threads,
       p.backend->name(), p.logits_sampler != nullptr ? p.backend->name() : "the host",
       engine::DraftWindowName(draft_window), o.prefix_cache_mb, o.prefix_block_tokens,
       !o.drafter_address.empty()     ? o.drafter_address

@@ -21,12 +21,16 @@ class ServingMetrics;
 
 namespace twinspan::serving {
 
+// --context when not given: a stream's positions, unless the model has fewer.
+inline constexpr int64_t kDefaultContext = 4096;
+
 struct TargetStackOptions {
   std::string model_dir;
   std::string name = "target";
-  int64_t context = 4096;  // positions per stream
-  int parallel = 4;        // live streams per round
-  int threads = 0;         // CPU threads; 0: hardware concurrency
+  // Positions per stream; 0: the model's max_position_embeddings, at most kDefaultContext.
+  int64_t context = 0;
+  int parallel = 4;  // live streams per round
+  int threads = 0;   // CPU threads; 0: hardware concurrency
   int64_t prefill_chunk_rows = 256;
   // --prefix-cache-mb / --prefix-block-tokens: recent prompts' caches kept by blocks of tokens
   // (0 MiB: none); the in-process drafter keeps its context the same way, in as many MiB.
