@@ -119,6 +119,7 @@ int Run(int argc, char** argv) {
   options.listen = config->listen;
   options.max_message_bytes = config->max_message_bytes;
   options.credentials = security->server_credentials;
+  options.health_services = {twinspan::v1::Serving::service_full_name()};
   auto server = twinspan::rpc::RunningServer::Start(options, {&service});
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());

@@ -32,6 +32,9 @@ absl::StatusOr<std::unique_ptr<RunningServer>> RunningServer::Start(
   if (server == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
   }
+  for (const std::string& name : options.health_services) {
+    server->GetHealthCheckService()->SetServingStatus(name, true);
+  }
   server->GetHealthCheckService()->SetServingStatus(true);
   return std::unique_ptr<RunningServer>(new RunningServer(std::move(server), port));
 }

@@ -22,6 +22,8 @@ struct ServerOptions {
   absl::Duration drain_timeout = absl::Seconds(30);
   // TLS, mutual TLS and bearer tokens (security::OpenSecurity); null: plaintext.
   std::shared_ptr<grpc::ServerCredentials> credentials;
+  // Service names grpc.health.v1 answers besides "" (probes name the service they check).
+  std::vector<std::string> health_services;
 };
 
 // Starts and stops one gRPC server. Thread-safe.
@@ -34,7 +36,7 @@ class RunningServer {
   ~RunningServer();
 
   int port() const { return port_; }
-  // Health status of the whole server ("" service).
+  // Health status of the whole server ("" and every name of ServerOptions::health_services).
   void SetServing(bool serving);
   // Stops accepting, lets calls finish until `deadline`, then cancels the rest.
   void Shutdown(absl::Time deadline);

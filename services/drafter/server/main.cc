@@ -91,6 +91,7 @@ int Run(int argc, char** argv) {
   options.listen = listen;
   options.max_message_bytes = max_message_mb << 20;
   options.credentials = security->server_credentials;
+  options.health_services = {twinspan::v1::Drafter::service_full_name()};
   auto server = twinspan::rpc::RunningServer::Start(options, {&service});
   if (!server.ok()) {
     spdlog::error("{}", server.status().ToString());

@@ -194,6 +194,17 @@ class HttpTest(unittest.TestCase):
         self.assertEqual(status, 404)
         self.assertEqual(json.loads(text)["error"]["code"], "NOT_FOUND")
 
+    def test_grpc_health_answers_the_service_name(self):
+        def ident(b):
+            return b
+        name = b"twinspan.v1.Serving"
+        for proc in (self.serve, self.target, self.router):
+            with grpc.insecure_channel(proc.address) as channel:
+                check = channel.unary_unary("/grpc.health.v1.Health/Check",
+                                            request_serializer=ident, response_deserializer=ident)
+                for request in (b"", b"\n" + bytes([len(name)]) + name):
+                    self.assertEqual(check(request, timeout=5), b"\x08\x01", (proc.name, request))
+
     def test_a_prompt_over_the_context_is_400_context_length_exceeded(self):
         # OpenAI's answer, which SDKs do not retry; through the router the reason crosses gRPC.
         long = " ".join(["word"] * 1500)
