@@ -128,6 +128,27 @@ TEST_F(DraftPlaneTest, SplitEqualsPlainAndSurvivesDrafterRestart) {
   EXPECT_FALSE(back.draft_degraded);
 }
 
+// SIGTERM's path: StopAll ends the stream a target keeps open while idle, so the server stops at
+// once instead of after its whole grace period, and the target goes on without drafts.
+TEST_F(DraftPlaneTest, StoppedDrafterShutsDownAtOnce) {
+  std::unique_ptr<DrafterService> service;
+  auto server = StartDrafter(&drafter_, 0, &service);
+  ASSERT_NE(server, nullptr);
+  auto channel = GrpcDraftChannel::Start(ChannelOptions(server->port()));
+  ASSERT_TRUE(channel->WaitReady(absl::Seconds(10))) << channel->last_error();
+  auto split = Engine(channel.get());
+  auto plain = Engine(nullptr);
+  EXPECT_GT(RunOne(*split, Request(0, 0.0f)).drafted, 0);
+
+  const absl::Time start = absl::Now();
+  service->StopAll();
+  server->Shutdown(start + absl::Seconds(5));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  const StreamSummary after = RunOne(*split, Request(1, 0.0f));
+  EXPECT_EQ(after.completion_ids, RunOne(*plain, Request(1, 0.0f)).completion_ids);
+  EXPECT_TRUE(after.draft_degraded);
+}
+
 TEST_F(DraftPlaneTest, DrafterForAnotherCheckpointIsRefused) {
   std::unique_ptr<DrafterService> service;
   auto server = StartDrafter(&drafter_, 0, &service);

@@ -20,7 +20,8 @@ namespace twinspan::rpc {
 class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v1::DraftReply> {
  public:
   DraftConnection(DrafterService* service, std::string peer)
-      : peer_(std::move(peer)),
+      : service_(service),
+        peer_(std::move(peer)),
         handler_(service->model_,
                  {.max_streams = service->options_.max_streams_per_connection, .peer = peer_},
                  service->metrics_, &service->open_streams_,
@@ -29,6 +30,7 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
                 [this] { Finish(final_status_); }) {
     worker_ = std::thread([this] { Work(); });
     StartRead(&incoming_);
+    if (!service_->Register(this)) Stop();
   }
 
   void OnReadDone(bool ok) override {
@@ -47,12 +49,13 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
   void OnWriteDone(bool ok) override { writes_.OnWriteDone(ok); }
   void OnCancel() override { Stop(); }
   void OnDone() override {
+    service_->Unregister(this);
     Stop();
     if (worker_.joinable()) worker_.join();
     delete this;
   }
 
- private:
+  // Ends the stream once the requests already read are handled.
   void Stop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -61,6 +64,7 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
     cv_.notify_one();
   }
 
+ private:
   void Work() {
     while (true) {
       v1::DraftRequest request;
@@ -82,6 +86,7 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
     writes_.Close();
   }
 
+  DrafterService* service_;
   std::string peer_;
   v1::DraftRequest incoming_;
   std::mutex mu_;
@@ -93,6 +98,23 @@ class DraftConnection final : public grpc::ServerBidiReactor<v1::DraftRequest, v
   WriteQueue<v1::DraftReply> writes_;
   std::thread worker_;
 };
+
+bool DrafterService::Register(DraftConnection* c) {
+  absl::MutexLock lock(&mu_);
+  connections_.insert(c);
+  return !stopped_;
+}
+
+void DrafterService::Unregister(DraftConnection* c) {
+  absl::MutexLock lock(&mu_);
+  connections_.erase(c);
+}
+
+void DrafterService::StopAll() {
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
+  for (DraftConnection* c : connections_) c->Stop();
+}
 
 grpc::ServerBidiReactor<v1::DraftRequest, v1::DraftReply>* DrafterService::Draft(
     grpc::CallbackServerContext* context) {

@@ -100,6 +100,7 @@ int Run(int argc, char** argv) {
   twinspan::rpc::AnnounceListening("drafter", (*server)->port(), (*http)->port());
   const int signal = twinspan::rpc::WaitForTerminationSignal();
   spdlog::info("drafter: signal {}, stopping (targets continue without drafts)", signal);
+  service.StopAll();
   (*server)->Shutdown(absl::Now() + absl::Seconds(drain_seconds));
   spdlog::info("drafter: stopped");
   return 0;
