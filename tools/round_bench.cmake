@@ -12,5 +12,5 @@ if(TARGET twinspan_gpu_synthetic AND TARGET twinspan_round_driver)
     ${CMAKE_CURRENT_LIST_DIR}/gpu/round_timer.cc
     ${CMAKE_CURRENT_LIST_DIR}/gpu/profiling_backend.cc)
   target_link_libraries(twinspan_round_bench PRIVATE twinspan_round_driver twinspan_cuda
-    twinspan_gpu_synthetic CLI11::CLI11)
+    twinspan_gpu_synthetic twinspan_hash CLI11::CLI11)
 endif()

@@ -37,6 +37,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_format.h"
+#include "common/hash/sha256.h"
 #include "common/status.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "nlohmann/json.hpp"
@@ -51,6 +52,13 @@ namespace twinspan::gpu {
 namespace {
 
 constexpr double kGoalUs = 5000.0, kTokensPerRound = 6.74;
+
+// A fingerprint of logits, so that two builds' prefills can be compared bit for bit.
+std::string LogitsSha256(const std::vector<float>& v) {
+  absl::StatusOr<std::string> h = hash::Sha256Hex(
+      std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+  return h.ok() ? *h : h.status().ToString();
+}
 
 struct Flags {
   std::string target, drafter, json, head = "two-span";
@@ -224,8 +232,8 @@ class Bench {
                                     {"median_s", median}});
       }
     }
-    std::printf("prefill: the last row's logits of every run bit for bit: %s\n",
-                same ? "equal" : "DIFFERENT");
+    std::printf("prefill: the last row's logits of every run bit for bit: %s (sha256 %s)\n",
+                same ? "equal" : "DIFFERENT", LogitsSha256(first).c_str());
     json_["prefill_logits_equal"] = same;
     ABSL_RETURN_IF_ERROR(cuda::SetCudaBackendExl3Prompt(*target_backend_, 0, 0));
     if (!same) return absl::InternalError("prefill logits differ between paths or chunk sizes");
@@ -242,8 +250,13 @@ class Bench {
       return target::Prefill(*target_, *state, tokens, chunk, {}).status();
     };
     const auto none = [] { return absl::OkStatus(); };
-    const ProfiledStep step{absl::StrFormat("prefill-%d", chunk), target_profiler_.get(), none,
-                            prefill, none, wall_s * 1e6, wall_s * 1e6};
+    const ProfiledStep step{absl::StrFormat("prefill-%d", chunk),
+                            target_profiler_.get(),
+                            none,
+                            prefill,
+                            none,
+                            wall_s * 1e6,
+                            wall_s * 1e6};
     return ProfileStep(step);
   }
 
