@@ -6,7 +6,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcli11-dev
-  libpcre2-dev libutf8proc-dev libssl-dev openssl curl libcivetweb-dev
+  libpcre2-dev libutf8proc-dev libssl-dev libboost-dev openssl curl libcivetweb-dev
   libgtest-dev libgmock-dev libbenchmark-dev prometheus-cpp-dev
   clang-14 libclang-rt-14-dev clang-format clang-tidy cppcheck
   prometheus

@@ -1,213 +1,213 @@
 #include "services/http/http_server.h"
 
-#include <civetweb.h>
-
+#include <algorithm>
+#include <atomic>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
-#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "boost/asio/co_spawn.hpp"
+#include "boost/asio/detached.hpp"
+#include "boost/asio/io_context.hpp"
+#include "boost/asio/ip/tcp.hpp"
+#include "boost/asio/redirect_error.hpp"
+#include "boost/asio/steady_timer.hpp"
+#include "boost/asio/strand.hpp"
+#include "boost/asio/use_awaitable.hpp"
+#include "services/http/handler_pool.h"
+#include "services/http/http_connection.h"
+#include "services/http/http_tls.h"
 #include "spdlog/spdlog.h"
 
 namespace twinspan::http {
 namespace {
 
-class CivetExchange : public HttpExchange {
- public:
-  // `closes`: the connection closes after the reply (a request whose body was left unread).
-  CivetExchange(mg_connection* conn, const mg_request_info* info, std::string body,
-                bool closes = false)
-      : conn_(conn),
-        info_(info),
-        body_(std::move(body)),
-        path_(info->local_uri != nullptr ? info->local_uri : "/"),
-        closes_(closes) {}
+namespace asio = boost::asio;
+using asio::ip::tcp;
+using boost::system::error_code;
 
-  absl::string_view method() const override { return info_->request_method; }
-  absl::string_view path() const override { return path_; }
-  absl::string_view header(absl::string_view name) const override {
-    for (int i = 0; i < info_->num_headers; ++i) {
-      if (absl::EqualsIgnoreCase(info_->http_headers[i].name, name)) {
-        return info_->http_headers[i].value;
-      }
-    }
-    return {};
+// "host:port", "[v6]:port" or ":port"; a host name is resolved, the first address taken.
+absl::StatusOr<tcp::endpoint> ParseListen(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("http: listen address ", listen, " is not HOST:PORT"));
   }
-  const std::string& body() const override { return body_; }
-  void AddHeader(absl::string_view name, absl::string_view value) override {
-    headers_.emplace_back(name, value);
+  std::string host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
   }
-
-  bool Reply(int status, absl::string_view content_type, absl::string_view body) override {
-    if (started_) return false;
-    started_ = true;
-    const std::string type(content_type);
-    const std::string length = absl::StrCat(body.size());
-    if (!StartHeaders(status)) return false;
-    mg_response_header_add(conn_, "Content-Type", type.c_str(), -1);
-    mg_response_header_add(conn_, "Content-Length", length.c_str(), -1);
-    return mg_response_header_send(conn_) == 0 && Write(body);
+  if (host.empty()) host = "0.0.0.0";
+  error_code ec;
+  const asio::ip::address address = asio::ip::make_address(host, ec);
+  if (!ec) return tcp::endpoint(address, static_cast<uint16_t>(port));
+  asio::io_context io;
+  tcp::resolver resolver(io);
+  const auto results = resolver.resolve(host, std::to_string(port), ec);
+  if (ec || results.empty()) {
+    return absl::UnavailableError(absl::StrCat("http: cannot resolve ", host, ": ", ec.message()));
   }
+  return results.begin()->endpoint();
+}
 
-  bool StartStream(int status, absl::string_view content_type) override {
-    if (started_) return false;
-    started_ = true;
-    streaming_ = true;
-    const std::string type(content_type);
-    if (!StartHeaders(status)) return false;
-    mg_response_header_add(conn_, "Content-Type", type.c_str(), -1);
-    mg_response_header_add(conn_, "Cache-Control", "no-cache", -1);
-    mg_response_header_add(conn_, "Transfer-Encoding", "chunked", -1);
-    return mg_response_header_send(conn_) == 0;
+// The refusal of a connection over the limit: written once without waiting (a fresh socket's
+// buffer takes it) and closed; a TLS client, which would need a handshake first, is only closed.
+void RefuseConnection(tcp::socket& socket, bool tls, int limit) {
+  error_code ec;
+  socket.non_blocking(true, ec);
+  if (!tls) {
+    char discard[4096];
+    while (socket.available(ec) > 0 && !ec) socket.read_some(asio::buffer(discard), ec);
+    const std::string reply =
+        RefusalReply(503, "UNAVAILABLE",
+                     absl::StrCat("the server holds its limit of ", limit,
+                                  " connections (--http-max-connections); retry shortly"),
+                     true);
+    socket.write_some(asio::buffer(reply), ec);
   }
-
-  bool Send(absl::string_view data) override {
-    if (!streaming_ || data.empty()) return streaming_;
-    return mg_send_chunk(conn_, data.data(), static_cast<unsigned>(data.size())) > 0;
-  }
-
-  void End() override {
-    if (!streaming_) return;
-    streaming_ = false;
-    mg_send_chunk(conn_, "", 0);
-  }
-
-  bool started() const { return started_; }
-  int status() const { return status_; }
-
- private:
-  // Before the status line: the headers say whether the connection stays open.
-  bool StartHeaders(int status) {
-    status_ = status;
-    if (closes_) mg_disable_connection_keep_alive(conn_);
-    if (mg_response_header_start(conn_, status) != 0) return false;
-    for (const auto& [name, value] : headers_) {
-      mg_response_header_add(conn_, name.c_str(), value.c_str(), -1);
-    }
-    return true;
-  }
-
-  bool Write(absl::string_view data) {
-    return data.empty() ||
-           mg_write(conn_, data.data(), data.size()) == static_cast<int>(data.size());
-  }
-
-  mg_connection* conn_;
-  const mg_request_info* info_;
-  std::string body_;
-  std::string path_;
-  std::vector<std::pair<std::string, std::string>> headers_;  // for the reply not yet started
-  const bool closes_;
-  int status_ = 0;
-  bool started_ = false;
-  bool streaming_ = false;
-};
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+}
 
 }  // namespace
 
 struct HttpServer::Impl {
-  HttpServerOptions options;
-  HttpHandler handler;
-  HttpGate gate;
-  mg_context* context = nullptr;
+  ConnectionShared shared;
+  std::unique_ptr<HandlerPool> pool;
+  std::unique_ptr<HttpTlsContext> tls;
+  std::atomic<int> connections{0};
+  std::atomic<int64_t> refused_connections{0};
+  // Destroyed before the members above: the connections' coroutines go with it.
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  asio::steady_timer reload{io};
+  std::vector<std::thread> io_threads;
 
-  // 413 in the OpenAI error shape the API's other errors have; the connection closes after it.
-  static int TooLarge(mg_connection* conn, const mg_request_info* info, int64_t limit) {
-    CivetExchange(conn, info, "", /*closes=*/true)
-        .Reply(413, "application/json",
-               absl::StrCat(
-                   R"json({"error":{"message":"the request body is over the limit of )json", limit,
-                   R"json( bytes (--max-message-mb)","type":"invalid_request_error",)json",
-                   R"json("param":null,"code":"RESOURCE_EXHAUSTED"}})json"));
-    return 413;
+  explicit Impl(int io_threads) : io(io_threads) {}
+
+  // Counts a connection for as long as its coroutine lives.
+  struct Counted {
+    std::atomic<int>* count;
+    explicit Counted(std::atomic<int>* c) : count(c) { count->fetch_add(1); }
+    Counted(Counted&& other) noexcept : count(std::exchange(other.count, nullptr)) {}
+    ~Counted() {
+      if (count != nullptr) count->fetch_sub(1);
+    }
+  };
+
+  static asio::awaitable<void> Serve(tcp::socket socket, std::shared_ptr<asio::ssl::context> tls,
+                                     const ConnectionShared* shared,
+                                     [[maybe_unused]] Counted counted) {
+    co_await ServeConnection(std::move(socket), std::move(tls), shared);
   }
 
-  // civetweb's request callback: the gate on the headers, the body read under the limit, then
-  // the handler.
-  static int Serve(mg_connection* conn, void* data) {
-    auto* impl = static_cast<Impl*>(data);
-    const mg_request_info* info = mg_get_request_info(conn);
-    if (impl->gate) {
-      CivetExchange headers_only(conn, info, "", /*closes=*/true);
-      if (!impl->gate(headers_only)) {
-        if (!headers_only.started()) headers_only.Reply(500, "text/plain", "no reply\n");
-        return headers_only.status();
-      }
-    }
-    const int64_t limit = impl->options.max_body_bytes;
-    if (info->content_length > limit) return TooLarge(conn, info, limit);
-    std::string body;
-    char buffer[16384];
+  asio::awaitable<void> Accept() {
+    const int limit = shared.options.max_connections;
     while (true) {
-      const int n = mg_read(conn, buffer, sizeof(buffer));
-      if (n <= 0) break;
-      if (static_cast<int64_t>(body.size()) + n > limit) return TooLarge(conn, info, limit);
-      body.append(buffer, n);
+      tcp::socket socket(asio::make_strand(io));
+      error_code ec;
+      co_await acceptor.async_accept(socket, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+      if (ec) {
+        // Out of descriptors, most likely: wait for connections to close rather than spin.
+        spdlog::warn("http: accept failed: {}", ec.message());
+        asio::steady_timer pause(io, std::chrono::milliseconds(100));
+        co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        continue;
+      }
+      if (connections.load() >= limit) {
+        if (refused_connections.fetch_add(1) % 1000 == 0) {
+          spdlog::warn("http: refused a connection over --http-max-connections {} ({} so far)",
+                       limit, refused_connections.load());
+        }
+        RefuseConnection(socket, tls != nullptr, limit);
+        continue;
+      }
+      socket.set_option(tcp::no_delay(true), ec);
+      const auto executor = socket.get_executor();
+      asio::co_spawn(executor,
+                     Serve(std::move(socket), tls != nullptr ? tls->Current() : nullptr, &shared,
+                           Counted(&connections)),
+                     [](std::exception_ptr e) {
+                       if (e == nullptr) return;
+                       try {
+                         std::rethrow_exception(e);
+                       } catch (const std::exception& x) {
+                         spdlog::warn("http: connection ended by {}", x.what());
+                       }
+                     });
     }
-    CivetExchange exchange(conn, info, std::move(body));
-    impl->handler(exchange);
-    if (!exchange.started()) exchange.Reply(500, "text/plain", "no reply\n");
-    exchange.End();
-    return 200;
   }
 
-  static int Log(const mg_connection*, const char* message) {
-    spdlog::debug("http: {}", message);
-    return 1;
+  asio::awaitable<void> ReloadTls() {
+    while (true) {
+      reload.expires_after(absl::ToChronoNanoseconds(
+          std::max(absl::Seconds(1), shared.options.tls.reload_interval)));
+      error_code ec;
+      co_await reload.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) co_return;
+      tls->Reload();
+    }
   }
 };
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
                                                               HttpHandler handler, HttpGate gate) {
-  if (options.threads < 1 || options.threads > 4096 || options.max_body_bytes < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("http: threads ", options.threads,
-                                                   " must be in [1, 4096] and the body limit "
-                                                   "positive"));
+  if (options.threads < 1 || options.threads > 4096 || options.max_connections < 1 ||
+      options.io_threads < 1 || options.max_body_bytes < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("http: threads ", options.threads, " must be in [1, 4096], connections ",
+                     options.max_connections, " and io threads ", options.io_threads,
+                     " at least 1, and the body limit positive"));
   }
-  auto impl = std::make_unique<Impl>();
-  impl->options = options;
-  impl->handler = std::move(handler);
-  impl->gate = std::move(gate);
-  mg_init_library(0);
-  const std::string threads = absl::StrCat(options.threads);
-  const std::string timeout = absl::StrCat(options.socket_timeout_ms);
-  const char* config[] = {"listening_ports",
-                          options.listen.c_str(),
-                          "num_threads",
-                          threads.c_str(),
-                          "request_timeout_ms",
-                          timeout.c_str(),
-                          "enable_keep_alive",
-                          "yes",
-                          "keep_alive_timeout_ms",
-                          "60000",
-                          nullptr};
-  mg_callbacks callbacks{};
-  callbacks.log_message = &Impl::Log;
-  impl->context = mg_start(&callbacks, nullptr, config);
-  if (impl->context == nullptr) {
-    mg_exit_library();
-    return absl::UnavailableError(absl::StrCat("http: cannot listen on ", options.listen));
+  absl::StatusOr<tcp::endpoint> endpoint = ParseListen(options.listen);
+  if (!endpoint.ok()) return endpoint.status();
+  auto impl = std::make_unique<Impl>(options.io_threads);
+  if (options.tls.enabled()) {
+    absl::StatusOr<std::unique_ptr<HttpTlsContext>> tls = HttpTlsContext::Open(options.tls);
+    if (!tls.ok()) return tls.status();
+    impl->tls = *std::move(tls);
   }
-  mg_set_request_handler(impl->context, "/", &Impl::Serve, impl.get());
-  mg_server_port ports[4] = {};
-  const int n = mg_get_server_ports(impl->context, 4, ports);
-  if (n < 1) {
-    mg_stop(impl->context);
-    mg_exit_library();
-    return absl::UnavailableError(absl::StrCat("http: no listening port for ", options.listen));
+  error_code ec;
+  impl->acceptor.open(endpoint->protocol(), ec);
+  if (!ec) impl->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(*endpoint, ec);
+  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("http: cannot listen on ", options.listen, ": ", ec.message()));
   }
-  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl), ports[0].port));
+  const int port = impl->acceptor.local_endpoint(ec).port();
+  impl->pool = std::make_unique<HandlerPool>(options.threads);
+  impl->shared = ConnectionShared{options, std::move(handler), std::move(gate), impl->pool.get()};
+  Impl* raw = impl.get();
+  asio::co_spawn(raw->io, raw->Accept(), asio::detached);
+  if (raw->tls != nullptr) asio::co_spawn(raw->io, raw->ReloadTls(), asio::detached);
+  for (int i = 0; i < options.io_threads; ++i) {
+    raw->io_threads.emplace_back([raw] { raw->io.run(); });
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl), port));
 }
 
 HttpServer::HttpServer(std::unique_ptr<Impl> impl, int port)
     : impl_(std::move(impl)), port_(port) {}
 
 HttpServer::~HttpServer() {
-  mg_stop(impl_->context);
-  mg_exit_library();
+  // No new connections; the handlers running finish (their writes need the io threads), then the
+  // io threads stop and the open connections close with the io_context.
+  asio::post(impl_->io, [impl = impl_.get()] {
+    error_code ec;
+    impl->acceptor.close(ec);
+    impl->reload.cancel();
+  });
+  impl_->pool->Drain();
+  impl_->io.stop();
+  for (std::thread& thread : impl_->io_threads) thread.join();
 }
 
 }  // namespace twinspan::http

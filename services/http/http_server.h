@@ -1,6 +1,7 @@
-// An HTTP/1.1 server on civetweb (Debian's libcivetweb, the library prometheus-cpp's /metrics
-// already runs on): a pool of threads, one exchange per request, bodies read under a size limit,
-// replies whole or streamed in chunks (server-sent events).
+// An HTTP/1.1 server, plaintext or HTTPS, on Boost.Beast over Asio: a few threads read every
+// connection's requests without blocking, so an idle or slow client costs a socket, not a thread;
+// a pool of threads runs the (blocking) handlers, one exchange per request, with replies whole or
+// streamed in chunks (server-sent events).
 #ifndef TWINSPAN_SERVICES_HTTP_HTTP_SERVER_H_
 #define TWINSPAN_SERVICES_HTTP_HTTP_SERVER_H_
 
@@ -10,15 +11,28 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "services/security/tls_files.h"
 
 namespace twinspan::http {
 
 struct HttpServerOptions {
   std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
-  // Requests served at once (civetweb's worker threads); a streamed completion holds one.
+  // Requests served at once (handler threads); a streamed completion holds one. One more is
+  // refused with 503 and Retry-After.
   int threads = 32;
+  // Connections open at once, idle ones included; one more is refused and closed.
+  int max_connections = 4096;
+  int io_threads = 2;                 // threads reading requests and writing replies
   int64_t max_body_bytes = 64 << 20;  // larger bodies get 413 without being read
-  int socket_timeout_ms = 30000;      // a client that stops reading or sending for this long
+  // From the connection (or a kept-alive request's first byte) to the end of the headers.
+  absl::Duration header_timeout = absl::Seconds(10);
+  absl::Duration body_timeout = absl::Seconds(60);   // the whole body
+  absl::Duration idle_timeout = absl::Seconds(60);   // between requests on a kept-alive connection
+  absl::Duration write_timeout = absl::Seconds(30);  // one write to a client that stopped reading
+  // enabled(): HTTPS, with client certificates when client_ca_file is set; the files are read
+  // again every reload_interval.
+  security::ServerTlsFiles tls;
 };
 
 // One request and its reply, on the server's thread; not thread-safe.
@@ -48,10 +62,11 @@ using HttpGate = std::function<bool(HttpExchange&)>;
 // Owns the listener; stops it (waiting for handlers to return) on destruction.
 class HttpServer {
  public:
-  // Serves every request that `gate` (when set) lets on with `handler` (which must reply) on
-  // options.threads threads; a body over max_body_bytes is refused with 413 before the handler
-  // runs. Unavailable naming the address when it cannot be bound; InvalidArgument for options out
-  // of range.
+  // Serves every request that `gate` (when set, on a reading thread: it must not block) lets on
+  // with `handler` (which must reply) on options.threads threads; a body over max_body_bytes is
+  // refused with 413 before the handler runs, unread when its Content-Length says so.
+  // Unavailable naming the address when it cannot be bound; InvalidArgument for options out of
+  // range or TLS files that do not load.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
                                                            HttpHandler handler,
                                                            HttpGate gate = nullptr);
