@@ -1,6 +1,6 @@
-// The HTTP API a process serves beside gRPC: the --http, --http-threads and --http-plaintext
-// flags and the OpenAiFront on an HttpServer, behind the gRPC port's bearer tokens. Used by
-// twinspan-router and twinspan-serve.
+// The HTTP API a process serves beside gRPC: the --http, --http-threads, --http-max-connections
+// and --http-plaintext flags and the OpenAiFront on an HttpServer, with the gRPC port's TLS files
+// and bearer tokens. Used by twinspan-router and twinspan-serve.
 #ifndef TWINSPAN_SERVICES_HTTP_HTTP_API_H_
 #define TWINSPAN_SERVICES_HTTP_HTTP_API_H_
 
@@ -19,24 +19,24 @@ namespace twinspan::http {
 struct HttpFlags {
   std::string listen;  // empty: no HTTP API
   int threads = 32;
+  int max_connections = 4096;
   // Serve plaintext HTTP although the gRPC port serves TLS (a TLS-terminating proxy in front).
   bool plaintext = false;
 };
 
 void AddHttpFlags(CLI::App& app, HttpFlags& flags);
 
-// OK unless the HTTP API is on and `grpc_tls` (the gRPC port serves TLS) without
-// flags.plaintext: the HTTP API cannot serve HTTPS (Debian's civetweb 1.15 loads OpenSSL 1.1's
-// SSL_get_peer_certificate, which OpenSSL 3 no longer exports), and it must not quietly serve in
-// the clear what the gRPC port protects. FailedPrecondition naming the flags and the choices.
-absl::Status CheckHttpTransport(const HttpFlags& flags, bool grpc_tls);
+// OK unless the HTTP API is on with --http-threads or --http-max-connections out of range:
+// InvalidArgument naming the flag, before anything starts.
+absl::Status CheckHttpFlags(const HttpFlags& flags);
 
 // The front and its server; the server stops (waiting for open requests) before the front goes.
 class HttpApi {
  public:
-  // Null when flags.listen is empty. Every request but /health under
+  // Null when flags.listen is empty. HTTPS when the gRPC port serves TLS (with the same files,
+  // client certificates included) unless flags.plaintext. Every request but /health under
   // --auth-exempt-health-metrics needs a bearer token of security.token_auth when it is set,
-  // checked before its body is read. Errors: CheckHttpTransport's, HttpServer::Start's.
+  // checked before its body is read. Errors: CheckHttpFlags's, HttpServer::Start's.
   static absl::StatusOr<std::unique_ptr<HttpApi>> Start(const HttpFlags& flags,
                                                         rpc::ServingBackend* backend,
                                                         OpenAiFrontOptions options,

@@ -81,7 +81,7 @@ int Run(int argc, char** argv) {
     return 1;
   }
   // Before any worker starts: an HTTP API that would be refused stops the router now.
-  if (absl::Status s = twinspan::http::CheckHttpTransport(http_flags, security->tls); !s.ok()) {
+  if (absl::Status s = twinspan::http::CheckHttpFlags(http_flags); !s.ok()) {
     spdlog::error("{}", s.ToString());
     return 1;
   }

@@ -34,8 +34,7 @@ int Run(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   f.Finish();
   // Before the model loads: an HTTP API that would be refused stops the process now.
-  if (absl::Status s = twinspan::http::CheckHttpTransport(http_flags, f.security.tls.enabled());
-      !s.ok()) {
+  if (absl::Status s = twinspan::http::CheckHttpFlags(http_flags); !s.ok()) {
     spdlog::error("{}", s.ToString());
     return 1;
   }

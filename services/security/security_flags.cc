@@ -66,6 +66,7 @@ absl::StatusOr<ProcessSecurity> OpenSecurity(const SecurityFlags& flags) {
   }
   security.server_credentials = MakeServerCredentials(tls, processor);
   security.tls = tls.enabled();
+  security.tls_files = tls;
   security.upstream = MakeChannelSecurity(upstream);
 
   std::string port = "plaintext";

@@ -43,7 +43,8 @@ void AddSecurityFlags(CLI::App& app, SecurityFlags& flags, SecurityFlagSet set);
 // What a process serves and dials with. Copies share the parts (thread-safe).
 struct ProcessSecurity {
   std::shared_ptr<grpc::ServerCredentials> server_credentials;  // insecure when no TLS
-  bool tls = false;  // the gRPC port serves TLS (--tls-cert, --tls-key)
+  bool tls = false;          // the gRPC port serves TLS (--tls-cert, --tls-key)
+  ServerTlsFiles tls_files;  // its files, which the HTTP API serves HTTPS with too
   std::shared_ptr<auth::BearerTokenAuth> token_auth;  // null: no token required
   bool exempt_health_metrics = false;
   ChannelSecurity upstream;  // plaintext when no --upstream-tls-*

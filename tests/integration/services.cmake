@@ -86,9 +86,15 @@ if(TARGET twinspan-serve AND TARGET twinspan-router AND TARGET twinspan-target)
   set_tests_properties(http_test PROPERTIES FIXTURES_REQUIRED openai_npm TIMEOUT 300
     LABELS "integration;services;http"
     ENVIRONMENT "TWINSPAN_SERVE_BIN=$<TARGET_FILE:twinspan-serve>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_TARGET_BIN=$<TARGET_FILE:twinspan-target>;TWINSPAN_MODELS_DIR=${CMAKE_SOURCE_DIR}/models/demo;TWINSPAN_PROTO_DIR=${CMAKE_SOURCE_DIR}/proto;TWINSPAN_OPENAI_PACKAGE=${TWINSPAN_OPENAI_NPM_DIR}/node_modules/openai")
-  # The HTTP API behind bearer tokens, and refused beside a TLS gRPC port without --http-plaintext.
+  # The HTTP API behind bearer tokens (plaintext behind a TLS proxy).
   add_test(NAME http_auth_test COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/http_auth_test.py)
   set_tests_properties(http_auth_test PROPERTIES TIMEOUT 120
     LABELS "integration;services;http;security"
     ENVIRONMENT "TWINSPAN_SERVE_BIN=$<TARGET_FILE:twinspan-serve>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_MODELS_DIR=${CMAKE_SOURCE_DIR}/models/demo")
+  # HTTPS with the gRPC port's certificates, client certificates and rotation (a CA made by the
+  # test), with curl and the official openai client.
+  add_test(NAME http_tls_test COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/http_tls_test.py)
+  set_tests_properties(http_tls_test PROPERTIES FIXTURES_REQUIRED openai_npm TIMEOUT 300
+    LABELS "integration;services;http;security"
+    ENVIRONMENT "TWINSPAN_SERVE_BIN=$<TARGET_FILE:twinspan-serve>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_MODELS_DIR=${CMAKE_SOURCE_DIR}/models/demo;TWINSPAN_OPENAI_PACKAGE=${TWINSPAN_OPENAI_NPM_DIR}/node_modules/openai")
 endif()

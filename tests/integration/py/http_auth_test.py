@@ -1,8 +1,7 @@
 """The HTTP API behind the gRPC port's security, end to end with curl: twinspan-serve with TLS on
 its gRPC port, --auth-token-file and --http --http-plaintext (a TLS proxy in front); no token, a
 wrong token and the right one; /health open only under --auth-exempt-health-metrics; the token
-checked before the body is read; and --http beside TLS refused at startup without
---http-plaintext, by twinspan-serve and twinspan-router alike.
+checked before the body is read. (HTTPS itself, without --http-plaintext: http_tls_test.py.)
 
 Run by ctest with TWINSPAN_{SERVE,ROUTER}_BIN and TWINSPAN_MODELS_DIR set; needs curl and the
 openssl command (a self-signed certificate for the gRPC port).
@@ -137,30 +136,6 @@ class HttpAuthTest(unittest.TestCase):
         self.assertNotIn(TOKEN, log)
         self.assertNotIn("wrong-token", log)
         self.assertIn("behind a TLS proxy (--http-plaintext), bearer tokens", log)
-
-
-class HttpBesideTlsTest(unittest.TestCase):
-    def refusal(self, argv):
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        self.assertEqual(out.returncode, 1, out.stdout + out.stderr)
-        return out.stdout + out.stderr
-
-    def test_serve_refuses_plaintext_http_beside_a_tls_grpc_port(self):
-        log = self.refusal([BINS["serve"]] + serve_args("refused"))
-        for name in ("--http", "--tls-cert", "--http-plaintext", "FAILED_PRECONDITION"):
-            self.assertIn(name, log)
-        self.assertNotIn("listening", log)
-
-    def test_router_refuses_it_too_before_starting_anything(self):
-        config = os.path.join(work, "router.json")
-        with open(config, "w") as f:
-            json.dump({"pools": [{"variant": "none", "weight": 1, "workers": ["127.0.0.1:1"]}],
-                       "http": "127.0.0.1:0"}, f)
-        log = self.refusal([BINS["router"], "--config", config, "--listen", "127.0.0.1:0",
-                            "--metrics", "127.0.0.1:0"] + tls)
-        for name in ("--http", "--tls-cert", "--http-plaintext"):
-            self.assertIn(name, log)
-        self.assertNotIn("listening", log)
 
 
 if __name__ == "__main__":
