@@ -97,4 +97,9 @@ if(TARGET twinspan-serve AND TARGET twinspan-router AND TARGET twinspan-target)
   set_tests_properties(http_tls_test PROPERTIES FIXTURES_REQUIRED openai_npm TIMEOUT 300
     LABELS "integration;services;http;security"
     ENVIRONMENT "TWINSPAN_SERVE_BIN=$<TARGET_FILE:twinspan-serve>;TWINSPAN_ROUTER_BIN=$<TARGET_FILE:twinspan-router>;TWINSPAN_MODELS_DIR=${CMAKE_SOURCE_DIR}/models/demo;TWINSPAN_OPENAI_PACKAGE=${TWINSPAN_OPENAI_NPM_DIR}/node_modules/openai")
+  # Idle connections, the connection and thread limits, over-limit bodies and memory.
+  add_test(NAME http_limits_test
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/py/http_limits_test.py)
+  set_tests_properties(http_limits_test PROPERTIES TIMEOUT 300 LABELS "integration;services;http"
+    ENVIRONMENT "TWINSPAN_SERVE_BIN=$<TARGET_FILE:twinspan-serve>;TWINSPAN_MODELS_DIR=${CMAKE_SOURCE_DIR}/models/demo")
 endif()
