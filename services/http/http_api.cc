@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<HttpApi>> HttpApi::Start(const HttpFlags& flags,
   server.threads = flags.threads;
   server.max_connections = flags.max_connections;
   server.max_body_bytes = max_body_bytes;
+  server.inline_paths = {"/health"};  // OpenAiFront answers it from GetLoad, without waiting
   if (!flags.plaintext) server.tls = security.tls_files;
   RaiseDescriptorLimit(flags.max_connections);
   OpenAiFront* front = api->front_.get();

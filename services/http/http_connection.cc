@@ -122,6 +122,14 @@ class Connection : public ReplySink {
       if (head.content_length() && *head.content_length() > static_cast<uint64_t>(limit)) {
         co_return TooLarge();
       }
+      if (Inline(head)) {
+        BufferSink reply;
+        BeastExchange exchange(BeastRequest(head.get().base()), &reply, /*closes=*/false);
+        shared_.handler(exchange);
+        exchange.Finish();
+        if (!co_await WriteNow(reply.bytes()) || !exchange.reusable()) co_return std::string();
+        continue;
+      }
       if (!shared_.pool->Reserve()) {
         co_return RefusalReply(503, "UNAVAILABLE",
                                absl::StrCat("all ", options.threads,
@@ -149,6 +157,17 @@ class Connection : public ReplySink {
       const bool reusable = co_await Handle(parser.release());
       if (!reusable) co_return std::string();
     }
+  }
+
+  // A bodiless request to one of options.inline_paths.
+  bool Inline(const bhttp::request_parser<bhttp::empty_body>& head) const {
+    if (head.chunked() || head.content_length().value_or(0) != 0) return false;
+    const beast::string_view target = head.get().target();
+    const absl::string_view path = View(target.substr(0, target.find('?')));
+    for (const std::string& p : shared_.options.inline_paths) {
+      if (p == path) return true;
+    }
+    return false;
   }
 
   std::string TooLarge() const {

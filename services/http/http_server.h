@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -30,6 +31,10 @@ struct HttpServerOptions {
   absl::Duration body_timeout = absl::Seconds(60);   // the whole body
   absl::Duration idle_timeout = absl::Seconds(60);   // between requests on a kept-alive connection
   absl::Duration write_timeout = absl::Seconds(30);  // one write to a client that stopped reading
+  // Paths whose bodiless requests the handler answers on the reading thread, without a handler
+  // thread, so they are answered while every one is busy (a liveness probe's /health). Their
+  // handler must not block.
+  std::vector<std::string> inline_paths;
   // enabled(): HTTPS, with client certificates when client_ca_file is set; the files are read
   // again every reload_interval.
   security::ServerTlsFiles tls;
