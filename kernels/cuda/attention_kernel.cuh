@@ -1,7 +1,8 @@
 // Device code of attention. A block of 256 threads owns one (row, kv head) and all `group` query
 // heads reading that kv head. Per chunk of up to 128 keys:
 //   1. scores: warp w takes keys w, w + 8, ...; lane l holds K[d] for d = l + 32j in registers and
-//      each head's dot is sum_j q[d] K[d] (fma, j ascending) then the warp butterfly, times scale;
+//      each head's dot is sum_j q[d] K[d] (fma, j ascending) then the warp butterfly, times scale
+//      (4 keys x 8 heads reduced at once by WarpSumScatter32, the butterfly's bits);
 //   2. per head (one warp each): max, p = exp(s - max), sum of p (lane-strided, then butterfly);
 //   3. P.V: thread t owns dim t % D and keys k = t / D (mod 256 / D), fma in k order, and the
 //      256 / D partial sums are added in index order.
@@ -24,13 +25,15 @@ namespace twinspan::cuda::attention_kernel {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-constexpr int kChunk = 128;  // cpu::kAttentionKeyChunk
+constexpr int kMinBlocks = 3;  // Blocks an SM keeps: registers capped at 85 a thread.
+constexpr int kChunk = 128;    // cpu::kAttentionKeyChunk
 constexpr int kMaxRows = 256;
 constexpr int kMaxGroup = 16;
 constexpr int kMaxGroupDims = 2048;
 constexpr int kMaxHeadDim = 256;
-constexpr int kGroupTile = 8;       // Heads whose P.V accumulate together in registers.
-constexpr int kKeyBatch = 4;        // Keys a warp loads before scoring them.
+constexpr int kGroupTile = 8;  // Heads scored, and whose P.V accumulate, together.
+constexpr int kKeyBatch = 4;   // Keys a warp loads before scoring them.
+static_assert(kKeyBatch * kGroupTile == 32, "a warp reduces one score per lane");
 constexpr int kValueBatch = 16;     // Keys whose V a thread loads before accumulating them.
 constexpr int kMaxTreeDepth = 128;  // Ancestors (itself included) a tree row may have.
 
@@ -58,10 +61,10 @@ struct Params {
 };
 
 struct Shared {
-  float q[kMaxGroupDims];            // [group][D]
-  float p[kMaxGroup * kChunk];       // [group][kChunk]: scores, then probabilities.
-  float part[kThreads * kMaxGroup];  // [256 / D][group][D] partial P.V sums.
-  float acc[kMaxGroupDims];          // [group][D] running output (FusedKernel).
+  float q[kMaxGroupDims];                   // [group][D]
+  alignas(16) float p[kMaxGroup * kChunk];  // [group][kChunk]: scores, then probabilities.
+  float part[kThreads * kMaxGroup];         // [256 / D][group][D] partial P.V sums.
+  float acc[kMaxGroupDims];                 // [group][D] running output (FusedKernel).
   float chunk_max[kMaxGroup], chunk_sum[kMaxGroup];
   float run_max[kMaxGroup], run_sum[kMaxGroup];
   int32_t tree_slot[kMaxTreeDepth];  // kTree: slot of position tree_base + j for the block's row
@@ -165,26 +168,29 @@ __device__ __forceinline__ void ChunkPartial(const Params& p, Shared& s, int kv_
         kd[b][j] = LoadKv(kb, key * p.row_size + min(lane + 32 * j, D - 1));
       }
     }
-    for (int g = 0; g < G; ++g) {
-      float dot[kKeyBatch];
+    for (int g0 = 0; g0 < G; g0 += kGroupTile) {
+      float dot[kKeyBatch * kGroupTile];  // [key b][head g0 + gi]
 #pragma unroll
-      for (int b = 0; b < kKeyBatch; ++b) {
-        dot[b] = 0.0f;
+      for (int i = 0; i < kKeyBatch * kGroupTile; ++i) dot[i] = 0.0f;
 #pragma unroll
-        for (int j = 0; j < kDpl; ++j) {
-          const int d = lane + 32 * j;
-          if (d < D) dot[b] = __fmaf_rn(s.q[g * D + d], kd[b][j], dot[b]);
+      for (int j = 0; j < kDpl; ++j) {
+        const int d = min(lane + 32 * j, D - 1);
+        const bool in = lane + 32 * j < D;
+#pragma unroll
+        for (int gi = 0; gi < kGroupTile; ++gi) {
+          const float q = s.q[min(g0 + gi, G - 1) * D + d];
+#pragma unroll
+          for (int b = 0; b < kKeyBatch; ++b) {
+            // Heads past G and dims past D add nothing: their lanes keep the exact sums.
+            if (in && g0 + gi < G) {
+              dot[b * kGroupTile + gi] = __fmaf_rn(q, kd[b][j], dot[b * kGroupTile + gi]);
+            }
+          }
         }
       }
-#pragma unroll
-      for (int b = 0; b < kKeyBatch; ++b) dot[b] = WarpSum(dot[b]);
-      if (lane == 0) {
-#pragma unroll
-        for (int b = 0; b < kKeyBatch; ++b) {
-          const int k = k0 + b * kWarps;
-          if (k < n) s.p[g * kChunk + k] = __fmul_rn(dot[b], p.scale);
-        }
-      }
+      const float sum = WarpSumScatter32(dot);  // lane: key lane / 8, head g0 + lane % 8
+      const int g = g0 + lane % kGroupTile, k = k0 + lane / kGroupTile * kWarps;
+      if (g < G && k < n) s.p[g * kChunk + k] = __fmul_rn(sum, p.scale);
     }
   }
   __syncthreads();
@@ -219,6 +225,23 @@ __device__ __forceinline__ void ChunkPartial(const Params& p, Shared& s, int kv_
         for (int b = 0; b < kValueBatch; ++b) {
           v[b] = LoadKv(vb, key_row(min(k0 + b * splits, n - 1)) * p.row_size + d);
         }
+        if (splits == 1) {  // Consecutive keys: each head's probabilities 4 at a time.
+#pragma unroll
+          for (int b4 = 0; b4 < kValueBatch; b4 += 4) {
+#pragma unroll
+            for (int gi = 0; gi < kGroupTile; ++gi) {
+              if (g0 + gi >= G) continue;
+              const float4 pv =
+                  *reinterpret_cast<const float4*>(&s.p[(g0 + gi) * kChunk + k0 + b4]);
+              const float pk[4] = {pv.x, pv.y, pv.z, pv.w};
+#pragma unroll
+              for (int b = 0; b < 4; ++b) {
+                if (k0 + b4 + b < n) acc[gi] = __fmaf_rn(pk[b], v[b4 + b], acc[gi]);
+              }
+            }
+          }
+          continue;
+        }
 #pragma unroll
         for (int b = 0; b < kValueBatch; ++b) {
           const int k = k0 + b * splits;
@@ -247,7 +270,7 @@ __device__ __forceinline__ void ChunkPartial(const Params& p, Shared& s, int kv_
 
 // Grid (rows, kv_heads): the block walks its row's chunks and merges them as it goes.
 template <int kDpl, typename T, bool kTree>
-__global__ void __launch_bounds__(kThreads) FusedKernel(const Params p) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks) FusedKernel(const Params p) {
   StartDependent();
   __shared__ Shared s;
   const int row = blockIdx.x, kv_head = blockIdx.y;
@@ -288,7 +311,7 @@ __global__ void __launch_bounds__(kThreads) FusedKernel(const Params p) {
 
 // Grid (chunks, rows, kv_heads): one chunk of one row's keys; writes its partials.
 template <int kDpl, typename T, bool kTree>
-__global__ void __launch_bounds__(kThreads) ChunkKernel(const Params p) {
+__global__ void __launch_bounds__(kThreads, kMinBlocks) ChunkKernel(const Params p) {
   StartDependent();
   __shared__ Shared s;
   const int64_t chunk = blockIdx.x;
