@@ -438,7 +438,8 @@ class FaultsTest(unittest.TestCase):
         self.wait_connected(target)
         router = self.router("router-overload", [target.address], retries=0)
         try:
-            reqs = [request("overload %d" % i, 12) for i in range(3)]
+            # Long enough that the first is still running when the third arrives on a busy machine.
+            reqs = [request("overload %d" % i, 48) for i in range(3)]
             wants = [generate(self.stub(self.plain), r) for r in reqs]
             with concurrent.futures.ThreadPoolExecutor(3) as pool:
                 admitted = [pool.submit(generate, self.stub(router), r) for r in reqs]
