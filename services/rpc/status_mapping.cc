@@ -2,7 +2,6 @@
 
 #include <optional>
 #include <string>
-#include <utility>
 
 #include "common/error_reason.h"
 #include "twinspan/v1/error.pb.h"
@@ -13,7 +12,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   // absl::StatusCode and grpc::StatusCode share the google.rpc.Code numbering.
   const auto code = static_cast<grpc::StatusCode>(status.code());
-  std::string message(status.message());
+  const std::string message(status.message());
   const std::optional<ErrorReason> why = GetErrorReason(status);
   if (!why.has_value()) return grpc::Status(code, message);
   v1::ErrorInfo info;
@@ -23,7 +22,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   details.set_code(static_cast<int32_t>(status.code()));
   details.set_message(message);
   details.add_details()->PackFrom(info);
-  return grpc::Status(code, std::move(message), details.SerializeAsString());
+  return grpc::Status(code, message, details.SerializeAsString());
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

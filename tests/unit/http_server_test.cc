@@ -80,7 +80,7 @@ std::string Post(absl::string_view path, absl::string_view body) {
 
 class HttpServerTest : public ::testing::Test {
  protected:
-  void Start(HttpServerOptions options, HttpHandler handler, HttpGate gate = nullptr) {
+  void Start(const HttpServerOptions& options, HttpHandler handler, HttpGate gate = nullptr) {
     auto server = HttpServer::Start(options, std::move(handler), std::move(gate));
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
