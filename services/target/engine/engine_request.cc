@@ -1,5 +1,10 @@
 #include "services/target/engine/engine_request.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/error_reason.h"
+
 namespace twinspan::engine {
 
 EngineRequest::EngineRequest(const EngineRequest& other)
@@ -33,6 +38,16 @@ const char* FinishReasonName(FinishReason reason) {
       return "context";
   }
   return "unknown";
+}
+
+absl::Status CheckPromptLength(int64_t tokens, int64_t max_prompt_tokens, int64_t max_context,
+                               const char* param) {
+  const int64_t limit =
+      max_prompt_tokens > 0 ? std::min(max_prompt_tokens, max_context - 1) : max_context - 1;
+  if (tokens <= limit) return absl::OkStatus();
+  return WithErrorReason(absl::ResourceExhaustedError(absl::StrCat(
+                             "request: prompt has ", tokens, " tokens; the limit is ", limit)),
+                         {kContextLengthExceeded, param});
 }
 
 }  // namespace twinspan::engine

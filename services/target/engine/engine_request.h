@@ -42,6 +42,12 @@ enum class FinishReason { kLength, kEos, kStop, kAborted, kContext };
 
 const char* FinishReasonName(FinishReason reason);
 
+// A prompt of `tokens` against --max-prompt-tokens (0: none) and the context (its last position is
+// the first completion token's): ResourceExhausted with reason context_length_exceeded naming
+// `param` when over.
+absl::Status CheckPromptLength(int64_t tokens, int64_t max_prompt_tokens, int64_t max_context,
+                               const char* param);
+
 struct StreamSummary {
   FinishReason finish_reason = FinishReason::kLength;
   std::vector<uint32_t> completion_ids;  // every emitted id, the stop token included

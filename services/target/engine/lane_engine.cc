@@ -198,15 +198,8 @@ absl::Status LaneEngine::Submit(EngineRequest request, std::shared_ptr<StreamSin
                              {"", "prompt_ids"});
     }
   }
-  const int64_t max_prompt = options_.max_prompt_tokens > 0
-                                 ? std::min(options_.max_prompt_tokens, info.max_context - 1)
-                                 : info.max_context - 1;
-  if (static_cast<int64_t>(request.prompt_ids.size()) > max_prompt) {
-    return WithErrorReason(
-        absl::ResourceExhaustedError(absl::StrCat("request: prompt has ", request.prompt_ids.size(),
-                                                  " tokens; the limit is ", max_prompt)),
-        {kContextLengthExceeded, "prompt"});
-  }
+  ABSL_RETURN_IF_ERROR(CheckPromptLength(static_cast<int64_t>(request.prompt_ids.size()),
+                                         options_.max_prompt_tokens, info.max_context, "prompt"));
   if (request.max_tokens < 1 || request.max_tokens > options_.max_tokens_limit) {
     return WithErrorReason(absl::InvalidArgumentError(
                                absl::StrCat("request: max_tokens ", request.max_tokens,

@@ -126,14 +126,11 @@ absl::StatusOr<engine::EngineRequest> ParseGenerateRequest(const v1::GenerateReq
           {"", "prompt_ids"});
     }
   }
-  const int64_t max_prompt = limits.max_prompt_tokens > 0
-                                 ? std::min(limits.max_prompt_tokens, limits.max_context - 1)
-                                 : limits.max_context - 1;
-  if (static_cast<int64_t>(r.prompt_ids.size()) > max_prompt) {
-    return WithErrorReason(
-        absl::ResourceExhaustedError(absl::StrCat("request: prompt has ", r.prompt_ids.size(),
-                                                  " tokens; the limit is ", max_prompt)),
-        {kContextLengthExceeded, request.has_chat() ? "chat" : "prompt"});
+  if (absl::Status s = engine::CheckPromptLength(static_cast<int64_t>(r.prompt_ids.size()),
+                                                 limits.max_prompt_tokens, limits.max_context,
+                                                 request.has_chat() ? "chat" : "prompt");
+      !s.ok()) {
+    return s;
   }
   const v1::SamplingParams& p = request.sampling();
   if (absl::Status s = CheckRange("temperature", p.temperature(), 0.0f, 100.0f); !s.ok()) return s;
