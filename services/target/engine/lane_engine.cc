@@ -364,10 +364,7 @@ void LaneEngine::Admit(std::unique_ptr<Stream> owned) {
   // Taps are only needed when this stream will talk to a drafter.
   s.drafting = s.request.draft && channel_ != nullptr && channel_->ready();
   // Asked to draft on a worker that has a drafter, but it is down: the reply must say so.
-  if (s.request.draft && channel_ != nullptr && !s.drafting) {
-    s.summary.draft_degraded = true;
-    if (metrics_ != nullptr) metrics_->RecordDraftFallback(s.summary.head_variant);
-  }
+  if (s.request.draft && channel_ != nullptr && !s.drafting) s.summary.draft_degraded = true;
   DrafterInfo peer;
   if (s.drafting) {
     peer = channel_->peer();
